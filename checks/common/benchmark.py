@@ -1,0 +1,33 @@
+"""The base every clusterproof check derives from (not a test itself)."""
+from __future__ import annotations
+
+import reframe as rfm
+import reframe.utility.typecheck as typ
+
+from .parsed_output import ParsedOutput
+from .sku_references import SkuReferences
+from .tools import ExternalTool
+
+
+class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
+                    ExternalTool):
+    valid_systems = ['*']
+    # MPI programs by default; OpenMP-only or serial checks narrow this.
+    valid_prog_environs = ['+mpi']
+
+    #: Variables worth keeping with every result (recorded in check_params
+    #: next to the test's parameters).
+    recorded_variables = variable(typ.List[str], value=[])
+
+    #: Filled from the reference data: metric -> where its value comes from.
+    reference_sources = variable(typ.Dict[str, str], value={})
+
+    def partition_extra(self, name, default=None):
+        return self.current_partition.extras.get(name, default)
+
+    @run_before('run')
+    def _add_partition_launcher_options(self):
+        # e.g. ['--mpi=pmix'] on Slurm partitions whose MpiDefault is none
+        for option in self.partition_extra('launcher_options', []):
+            if option not in self.job.launcher.options:
+                self.job.launcher.options.append(option)

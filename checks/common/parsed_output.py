@@ -1,0 +1,102 @@
+"""Sanity and performance of a test, both read through its tool's parser."""
+from __future__ import annotations
+
+import glob
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.exceptions import SanityError
+
+from .. import parsers
+
+# Lines a job script prints when it cannot even start the tool
+# (see tools.ExternalTool); they explain a failure better than the parser.
+GUARD_PREFIX = 'clusterproof: '
+
+
+def _read(path: str) -> str:
+    with open(path, errors='replace') as fp:
+        return fp.read()
+
+
+def _guard_message(stderr_path: str | None) -> str | None:
+    if not stderr_path or not os.path.isfile(stderr_path):
+        return None
+    for line in _read(stderr_path).splitlines():
+        if line.startswith(GUARD_PREFIX):
+            return line[len(GUARD_PREFIX):]
+    return None
+
+
+class ParsedOutput(rfm.RegressionTestPlugin):
+    #: Key of :data:`checks.parsers.TOOLS` that reads this test's output.
+    parser_tool = variable(str)
+
+    #: What to parse: 'stdout', 'stderr', or a file (glob) in the stage dir.
+    parsed_stream = variable(str, value='stdout')
+
+    #: Keyword arguments for the parser (message size, expected ranks...).
+    parser_options = variable(typ.Dict[str, object], value={})
+
+    #: Metric name -> unit; each becomes a performance variable.
+    perf_metrics = variable(typ.Dict[str, str], value={})
+
+    def _stage_path(self, name: str) -> str:
+        return os.path.join(self.stagedir, name)
+
+    def parsed_path(self) -> str:
+        if self.parsed_stream == 'stdout':
+            return self._stage_path(sn.evaluate(self.stdout))
+        if self.parsed_stream == 'stderr':
+            return self._stage_path(sn.evaluate(self.stderr))
+        matches = sorted(glob.glob(self._stage_path(self.parsed_stream)))
+        return matches[-1] if matches else self._stage_path(self.parsed_stream)
+
+    def parse_file(self, path: str, **options) -> parsers.ParseResult:
+        """Parse one output file of this test; a missing file is a failure."""
+        if not os.path.isfile(path):
+            guard = _guard_message(self._stage_path(sn.evaluate(self.stderr)))
+            return parsers.failure(
+                self.parser_tool,
+                guard or f'{os.path.basename(path)} was not written: '
+                         f'the job produced no {self.parser_tool} output')
+        return parsers.parse(self.parser_tool, _read(path), **options)
+
+    def parsed(self) -> parsers.ParseResult:
+        """The parse of this test's output, computed once per run."""
+        path = self.parsed_path()
+        cache = self.__dict__.setdefault('_clusterproof_parsed', {})
+        if path not in cache:
+            cache[path] = self.parse_file(path, **self.parser_options)
+        return cache[path]
+
+    @sn.deferrable
+    def _assert_parsed_ok(self):
+        guard = _guard_message(self._stage_path(sn.evaluate(self.stderr)))
+        if guard:
+            raise SanityError(guard)
+        result = self.parsed()
+        if not result.ok:
+            raise SanityError(result.reason)
+        return True
+
+    @sanity_function
+    def assert_output_ok(self):
+        return self._assert_parsed_ok()
+
+    @sn.deferrable
+    def parsed_metric(self, name: str) -> float:
+        result = self.parsed()
+        if name not in result.metrics:
+            raise SanityError(
+                f'{self.parser_tool} output has no {name!r} value')
+        return result.metrics[name].value
+
+    @run_before('performance')
+    def _add_parsed_perf_variables(self):
+        for name, unit in self.perf_metrics.items():
+            self.perf_variables.setdefault(
+                name,
+                sn.make_performance_function(self.parsed_metric(name), unit))

@@ -1,0 +1,102 @@
+"""Per-SKU reference values, read from YAML data with their sources.
+
+Data lives in ``checks/references/<family>.yaml``. A site overrides or adds
+values without editing checks: every ``<family>.yaml`` found in the
+directories listed in ``CLUSTERPROOF_REFERENCES`` (``:``-separated) is laid
+over the shipped one, SKU by SKU and key by key.
+"""
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+SHIPPED_DIR = Path(__file__).resolve().parent.parent / 'references'
+OVERRIDE_ENV = 'CLUSTERPROOF_REFERENCES'
+
+
+@dataclass(frozen=True)
+class Reference:
+    value: float
+    lower: float | None
+    upper: float | None
+    unit: str
+    source: str
+
+    def as_reframe(self):
+        return (self.value, self.lower, self.upper, self.unit)
+
+
+def short_sku(vm_sku: str | None) -> str:
+    """'Standard_HB176rs_v4' -> 'HB176rs_v4' (the keys of the data files)."""
+    if not vm_sku:
+        return ''
+    if vm_sku.lower().startswith('standard_'):
+        return vm_sku[len('standard_'):]
+    return vm_sku
+
+
+def _search_dirs() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get(OVERRIDE_ENV, '').split(':') if p]
+    return [SHIPPED_DIR, *extra]
+
+
+def _merge(base: dict, over: dict) -> dict:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+@functools.lru_cache(maxsize=None)
+def _load_family(family: str, search_dirs: tuple[Path, ...]) -> dict:
+    data: dict = {}
+    for directory in search_dirs:
+        path = directory / f'{family}.yaml'
+        if not path.is_file():
+            continue
+        with open(path) as fp:
+            loaded = yaml.safe_load(fp) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f'{path}: expected a mapping of SKUs')
+        data = _merge(data, loaded)
+    return data
+
+
+def load_family(family: str) -> dict:
+    return _load_family(family, tuple(_search_dirs()))
+
+
+def _entry_for_sku(data: dict, sku: str) -> dict:
+    """Exact SKU key first, then the first fnmatch pattern that matches."""
+    if sku in data:
+        return data[sku]
+    for pattern, entry in data.items():
+        if pattern != 'sources' and fnmatch.fnmatchcase(sku, pattern):
+            return entry
+    return {}
+
+
+def lookup(family: str, key: str, vm_sku: str | None) -> dict[str, Reference]:
+    """The references of one check (``key``) on one SKU, by metric name."""
+    data = load_family(family)
+    sources = data.get('sources', {})
+    entry = _entry_for_sku(data, short_sku(vm_sku)).get(key, {})
+    refs = {}
+    for metric, spec in entry.items():
+        source = spec.get('source', '')
+        refs[metric] = Reference(
+            value=float(spec['value']),
+            lower=spec.get('lower'),
+            upper=spec.get('upper'),
+            unit=spec['unit'],
+            source=sources.get(source, source),
+        )
+    return refs

@@ -1,0 +1,34 @@
+"""Fill a test's ReFrame ``reference`` from the partition's VM SKU."""
+from __future__ import annotations
+
+import reframe as rfm
+
+from . import references
+
+
+class SkuReferences(rfm.RegressionTestPlugin):
+    #: Data file checks/references/<family>.yaml
+    reference_family = variable(str, value='')
+
+    #: Entry under each SKU in that file
+    reference_key = variable(str, value='')
+
+    def vm_sku(self) -> str:
+        return self.current_partition.extras.get('vm_sku', '')
+
+    @run_before('performance')
+    def _set_sku_references(self):
+        if not self.reference_family:
+            return
+        found = references.lookup(self.reference_family,
+                                  self.reference_key or self.reference_family,
+                                  self.vm_sku())
+        if not found:
+            return
+        self.reference_sources = {name: ref.source
+                                  for name, ref in found.items()}
+        target = self.current_partition.fullname
+        table = dict(self.reference.get(target, {}))
+        for name, ref in found.items():
+            table.setdefault(name, ref.as_reframe())
+        self.reference = {**self.reference, target: table}

@@ -1,0 +1,48 @@
+"""Where a test's binary comes from, and what to say when it is missing."""
+from __future__ import annotations
+
+import shlex
+import shutil
+
+import reframe as rfm
+
+from .parsed_output import GUARD_PREFIX
+
+
+def guard_command(binary: str, hint: str) -> str:
+    """Shell line that stops a job early, and says why, if ``binary`` is
+    not on the compute node."""
+    message = shlex.quote(f'{GUARD_PREFIX}{binary} not found on node ')
+    advice = shlex.quote(f': {hint}' if hint else '')
+    return (f'command -v {shlex.quote(binary)} >/dev/null 2>&1 || '
+            f'{{ echo {message}"$(hostname)"{advice} >&2; exit 127; }}')
+
+
+class ExternalTool(rfm.RegressionTestPlugin):
+    #: Name on PATH or absolute path; override with ``-S tool_binary=...``.
+    tool_binary = variable(str)
+
+    #: How to get the tool (image path or module, Spack spec, package).
+    tool_hint = variable(str, value='')
+
+    #: Set to False for tests whose executable is a wrapper script that
+    #: starts the tool itself.
+    tool_is_executable = variable(bool, value=True)
+
+    def tool_missing_message(self) -> str:
+        where = 'on PATH' if '/' not in self.tool_binary else 'at that path'
+        hint = f'; {self.tool_hint}' if self.tool_hint else ''
+        return (f'{self.tool_binary} not found {where}{hint} '
+                f'(or point to it with -S tool_binary=PATH)')
+
+    @run_after('setup')
+    def _locate_tool(self):
+        if self.tool_is_executable:
+            self.executable = self.tool_binary
+        if self.current_partition.scheduler.registered_name == 'local':
+            self.skip_if(shutil.which(self.tool_binary) is None,
+                         self.tool_missing_message())
+        else:
+            # The login node may lack what compute nodes have: check there.
+            self.prerun_cmds.insert(
+                0, guard_command(self.tool_binary, self.tool_hint))

@@ -1,0 +1,44 @@
+"""The one ReFrame configuration of clusterproof.
+
+    reframe -C config/config.py -c checks -r
+
+merges one module per system family from config/systems/ and the logging of
+config/perflog.py. The system is chosen the ReFrame way: ``--system NAME``,
+``RFM_SYSTEM``, or the first system whose hostname patterns match this host;
+``local`` (this machine, no scheduler) matches any host, so it comes last.
+"""
+from . import perflog, store
+from .systems import azure, local, pbs_example, sandbox
+
+# Order matters: the first hostname match wins and local matches anything.
+FAMILIES = [azure, sandbox, pbs_example, local]
+
+
+def _systems_of(family):
+    return getattr(family, 'systems', None) or [family.system]
+
+
+COMMON_ENVIRONMENTS = [
+    {'name': 'openmpi', 'cc': 'mpicc', 'cxx': 'mpicxx', 'ftn': 'mpif90',
+     'features': ['mpi', 'openmp'], 'target_systems': ['local', 'sandbox']},
+]
+
+site_configuration = {
+    'systems': [system for family in FAMILIES
+                for system in _systems_of(family)],
+    'environments': [env for family in FAMILIES
+                     for env in getattr(family, 'environments', [])]
+                    + COMMON_ENVIRONMENTS,
+    'logging': perflog.logging_config(),
+    'storage': [{
+        # ReFrame's own results database: powers --performance-compare.
+        'enable': True,
+        'sqlite_db_file': str(store.home() / 'reframe-results.db'),
+    }],
+    'general': [{
+        # `-c checks` finds the checks grouped by area in sub-directories.
+        'check_search_recursive': True,
+        'report_file': str(store.home() / 'reports' /
+                           'run-report-{sessionid}.json'),
+    }],
+}

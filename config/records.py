@@ -1,0 +1,200 @@
+"""One perf record -> one row of the results table.
+
+The columns come from bicep/results_schema.json, the single source of truth
+shared with the Log Analytics table and the DCR stream declaration. Every
+value is made JSON-safe, and every row has every column (None where unknown).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import math
+import os
+import uuid
+from pathlib import Path
+
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / 'bicep' / \
+    'results_schema.json'
+DATA_VERSION = '1.0'
+# A LogRecord attribute holding its row, so every handler sends the same one
+ROW_ATTR = '_clusterproof_row'
+
+
+@functools.lru_cache(maxsize=None)
+def schema() -> dict:
+    with open(SCHEMA_FILE) as fp:
+        return json.load(fp)
+
+
+def column_names() -> list[str]:
+    return [column['name'] for column in schema()['columns']]
+
+
+def column_types() -> dict[str, str]:
+    return {column['name']: column['type'] for column in schema()['columns']}
+
+
+def json_safe(value):
+    """Plain JSON types only: NaN/inf become None, sets become lists,
+    datetimes become ISO 8601 strings, anything else its str()."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(
+            value, (set, frozenset)) else value
+        return [json_safe(v) for v in items]
+    return str(value)
+
+
+def _coerce(value, kind: str):
+    value = json_safe(value)
+    if value is None:
+        return None
+    try:
+        if kind == 'real':
+            return float(value)
+        if kind in ('int', 'long'):
+            return int(value)
+    except (TypeError, ValueError):
+        return None
+    if kind == 'string' and not isinstance(value, str):
+        return json.dumps(value)
+    return value
+
+
+def make_row(values: dict) -> dict:
+    """A complete row: every schema column, typed, nothing else."""
+    types = column_types()
+    return {name: _coerce(values.get(name), kind)
+            for name, kind in types.items()}
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat()
+
+
+def cluster_name(system: str | None) -> str | None:
+    return os.environ.get('CLUSTERPROOF_CLUSTER') or system
+
+
+def perf_result(result, ref, lower, upper) -> str | None:
+    """ReFrame says 'pass' for a value with no reference; say so instead."""
+    if result is None:
+        return None
+    if not ref and lower is None and upper is None:
+        return 'no_reference'
+    return result
+
+
+def _check_facts(check) -> dict:
+    """What only the test object knows: SKU, parameters, sources."""
+    if check is None:
+        return {}
+    facts = {}
+    partition = getattr(check, 'current_partition', None)
+    if partition is not None:
+        facts['vm_sku'] = partition.extras.get('vm_sku')
+    params = {name: getattr(check, name, None)
+              for name in type(check).param_space.params}
+    for name in getattr(check, 'recorded_variables', []):
+        params[name] = getattr(check, name, None)
+    facts['check_params'] = params
+    facts['reference_sources'] = getattr(check, 'reference_sources', {})
+    return facts
+
+
+def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
+    var = attrs.get('check_perf_var')
+    values = {key: attrs.get(key) for key in column_names()}
+    values.update({
+        'TimeGenerated': now_iso(),
+        'record_id': str(uuid.uuid4()),
+        'session_id': session_id,
+        'facility': 'reframe',
+        'data_version': DATA_VERSION,
+        'cluster': cluster_name(attrs.get('check_system')),
+        'check_job_completion_time':
+            attrs.get('check_job_completion_time') or None,
+        'check_perf_result': perf_result(
+            attrs.get('check_perf_result'), attrs.get('check_perf_ref'),
+            attrs.get('check_perf_lower_thres'),
+            attrs.get('check_perf_upper_thres')),
+        'check_job_nodelist': attrs.get('check_job_nodelist') or [],
+        'check_tags': attrs.get('check_tags') or [],
+        'vm_sku': facts.get('vm_sku'),
+        'check_params': facts.get('check_params', {}),
+        'reference_source': facts.get('reference_sources', {}).get(var),
+        'reframe_version': attrs.get('version'),
+    })
+    return make_row(values)
+
+
+def _sibling_attrs(attrs: dict, perfvalues: dict) -> dict:
+    """The record attributes of every perf variable of the same test."""
+    siblings = {}
+    for var, info in perfvalues.items():
+        value, ref, lower, upper, unit, result = info
+        name = var.split(':')[-1]
+        siblings[name] = {**attrs,
+                          'check_perf_var': name,
+                          'check_perf_value': value,
+                          'check_perf_ref': ref,
+                          'check_perf_lower_thres': lower,
+                          'check_perf_upper_thres': upper,
+                          'check_perf_unit': unit,
+                          'check_perf_result': result}
+    return siblings
+
+
+def rows_of_test(record, session_id: str) -> list[dict]:
+    """Rows for every perf variable of the record's test, made once.
+
+    With perflog_multiline ReFrame logs one record per variable and stops at
+    the first handler error, losing the rest; building all rows from the
+    first record lets the store keep them whatever a later handler does.
+    """
+    attrs = record.__dict__
+    check = attrs.get('__rfm_check__')
+    perfvalues = getattr(check, 'perfvalues', None) or {}
+    var = attrs.get('check_perf_var')
+    if check is None or var is None or not perfvalues:
+        cached = attrs.get(ROW_ATTR)
+        if cached is None:
+            cached = _row_values(attrs, session_id, _check_facts(check))
+            attrs[ROW_ATTR] = cached
+        return [cached]
+    cache = check.__dict__.setdefault(ROW_ATTR, {})
+    key = attrs.get('check_jobid')
+    if key not in cache:
+        facts = _check_facts(check)
+        cache[key] = {name: _row_values(sibling, session_id, facts)
+                      for name, sibling in
+                      _sibling_attrs(attrs, perfvalues).items()}
+    return list(cache[key].values())
+
+
+def row_from_log_record(record, session_id: str) -> dict:
+    """The row of one ReFrame perflog record (perflog_multiline)."""
+    var = record.__dict__.get('check_perf_var')
+    rows = rows_of_test(record, session_id)
+    for row in rows:
+        if row['check_perf_var'] == var:
+            return row
+    return rows[0]
+
+
+def is_dry_run(record) -> bool:
+    check = record.__dict__.get('__rfm_check__')
+    if check is not None and hasattr(check, 'is_dry_run'):
+        return bool(check.is_dry_run())
+    return (record.__dict__.get('check_jobid') is None and
+            record.__dict__.get('check_perf_value') is None)

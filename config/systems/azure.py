@@ -1,0 +1,97 @@
+"""Azure CycleCloud Workspace for Slurm: one partition per VM SKU family.
+
+Selected on hosts matching CLUSTERPROOF_AZURE_HOSTNAMES (comma-separated
+regexes; default: CycleCloud Workspace for Slurm node names ``ccw-...``) or
+with ``--system azure``. ``azure`` polls accounting (``sacct``); use
+``--system azure-squeue`` on clusters without slurmdbd.
+
+CLUSTERPROOF_AZURE_PARTITIONS restricts and maps partitions, e.g.
+``hbv4=hpc,ndv5=gpu`` (ReFrame name = Slurm partition); by default every SKU
+family is declared with a Slurm partition of the same name.
+"""
+import copy
+import os
+
+from .azure_skus import SKUS
+from .modules import modules_system
+
+LAUNCHER_OPTIONS = ['--mpi=pmix']
+
+
+def _selected_partitions():
+    spec = os.environ.get('CLUSTERPROOF_AZURE_PARTITIONS', '').strip()
+    if not spec:
+        return {name: name for name in SKUS}
+    chosen = {}
+    for item in spec.split(','):
+        name, _, slurm_name = item.strip().partition('=')
+        if name not in SKUS:
+            raise ValueError(
+                f'CLUSTERPROOF_AZURE_PARTITIONS: unknown partition {name!r}; '
+                f'known: {", ".join(SKUS)}')
+        chosen[name] = slurm_name or name
+    return chosen
+
+
+def _shared_fs():
+    return os.environ.get('CLUSTERPROOF_SHARED_FS', '/shared/scratch')
+
+
+def _partition(name, slurm_name, scheduler):
+    sku = SKUS[name]
+    extras = copy.deepcopy(sku['extras'])
+    extras.setdefault('shared_fs', _shared_fs())
+    extras.setdefault('local_nvme', '/mnt/nvme')
+    extras['launcher_options'] = list(LAUNCHER_OPTIONS)
+    partition = {
+        'name': name,
+        'descr': sku['descr'],
+        'scheduler': scheduler,
+        'launcher': 'srun',
+        'access': [f'--partition={slurm_name}', '--exclusive'],
+        'environs': ['hpcx', 'builtin'],
+        'max_jobs': 16,
+        'processor': {'num_cpus': extras['cores_per_node']},
+        'extras': extras,
+    }
+    if sku.get('gpus'):
+        partition['devices'] = [{'type': 'gpu', 'arch': sku['gpu_arch'],
+                                 'num_devices': sku['gpus']}]
+        partition['resources'] = [
+            {'name': 'gpu', 'options': ['--gres=gpu:{num_gpus_per_node}']}
+        ]
+        partition['features'] = ['gpu']
+    else:
+        partition['features'] = ['cpu']
+    return partition
+
+
+def _hostnames():
+    spec = os.environ.get('CLUSTERPROOF_AZURE_HOSTNAMES', r'^ccw-')
+    return [pattern.strip() for pattern in spec.split(',') if pattern.strip()]
+
+
+def _system(name, scheduler, hostnames):
+    return {
+        'name': name,
+        'descr': 'Azure CycleCloud Workspace for Slurm '
+                 f'(scheduler {scheduler})',
+        'hostnames': hostnames,
+        'modules_system': modules_system(),
+        'partitions': [_partition(part, slurm_name, scheduler)
+                       for part, slurm_name in _selected_partitions().items()],
+    }
+
+
+systems = [
+    _system('azure', 'slurm', _hostnames()),
+    # Never picked by hostname: ask for it with --system azure-squeue.
+    _system('azure-squeue', 'squeue', ['^$']),
+]
+
+environments = [
+    # HPC-X from the Azure HPC images (module mpi/hpcx); CUDA on ND images.
+    {'name': 'hpcx', 'modules': ['mpi/hpcx'], 'cc': 'mpicc',
+     'cxx': 'mpicxx', 'ftn': 'mpif90', 'features': ['mpi', 'openmp'],
+     'target_systems': ['azure', 'azure-squeue']},
+]

@@ -1,0 +1,32 @@
+"""Subcommand dispatch for scripts/clusterproof."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Each module has add_parser(subparsers), which sets func=run.
+SUBCOMMANDS = ['parse', 'ingest', 'sandbox']
+
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='clusterproof',
+        description='ReFrame acceptance suite for Azure HPC/AI clusters: '
+                    'parse benchmark outputs, keep results, run a Slurm '
+                    'sandbox, deploy the Azure side.')
+    subparsers = parser.add_subparsers(dest='command', metavar='COMMAND')
+    for name in SUBCOMMANDS:
+        importlib.import_module(f'scripts.cli.{name}').add_parser(subparsers)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, 'func', None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return args.func(args)

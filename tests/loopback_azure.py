@@ -1,0 +1,206 @@
+"""Loopback stand-ins for the two Azure endpoints the suite talks to, served
+over HTTPS on 127.0.0.1 with a throwaway certificate:
+
+- a managed-identity token endpoint, the App Service kind that
+  azure-identity finds through IDENTITY_ENDPOINT + IDENTITY_HEADER;
+- the Logs Ingestion API: POST {endpoint}/dataCollectionRules/{dcr}/streams/
+  {stream}?api-version=2023-01-01 with a bearer token and a JSON array
+  (gzip allowed), 204 on success, 413 over 1 MB, 401 without a valid token,
+  404 for an unknown rule or stream; a bare object is accepted and dropped,
+  as the real service does.
+
+Tests can queue failures (status + headers) to exercise retries.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import ipaddress
+import json
+import secrets
+import ssl
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+MAX_BODY = 1024 * 1024
+API_VERSION = '2023-01-01'
+
+
+def make_certificate(directory):
+    """A self-signed certificate for 127.0.0.1/localhost; returns paths."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, 'localhost')])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder()
+            .subject_name(name).issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([
+                x509.DNSName('localhost'),
+                x509.IPAddress(ipaddress.ip_address('127.0.0.1'))]),
+                critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None),
+                           critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path = directory / 'loopback-cert.pem'
+    key_path = directory / 'loopback-key.pem'
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+@dataclass
+class Upload:
+    path: str
+    headers: dict
+    body: object          # the decoded JSON
+    status: int
+
+
+@dataclass
+class FakeAzure:
+    rule_id: str = 'dcr-00000000000000000000000000000001'
+    stream: str = 'Custom-ReFrameResults_CL'
+    identity_header: str = field(default_factory=lambda: secrets.token_hex(8))
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    uploads: list = field(default_factory=list)      # accepted (204)
+    rejected: list = field(default_factory=list)     # anything else
+    token_requests: int = 0
+    # (status, headers) answered to the next ingestion POSTs, in order
+    failures: list = field(default_factory=list)
+    base_url: str = ''
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def rows(self) -> list[dict]:
+        return [row for upload in self.uploads
+                if isinstance(upload.body, list) for row in upload.body]
+
+    def env(self) -> dict:
+        return {
+            'DATA_COLLECTION_ENDPOINT': self.base_url,
+            'LOGS_DCR_RULE_ID': self.rule_id,
+            'LOGS_DCR_STREAM_NAME': self.stream,
+            'IDENTITY_ENDPOINT': f'{self.base_url}/msi/token',
+            'IDENTITY_HEADER': self.identity_header,
+        }
+
+
+def _handler_for(fake: FakeAzure):
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _reply(self, status, body=None, headers=None):
+            payload = json.dumps(body).encode() if body is not None else b''
+            self.send_response(status)
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            if payload:
+                self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Length', str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _error(self, status, code, message, headers=None):
+            self._reply(status, {'error': {'code': code,
+                                           'message': message}}, headers)
+
+        def do_GET(self):
+            url = urlparse(self.path)
+            if url.path != '/msi/token':
+                return self._error(404, 'NotFound', url.path)
+            if self.headers.get('X-IDENTITY-HEADER') != fake.identity_header:
+                return self._error(401, 'Unauthorized', 'bad identity header')
+            query = parse_qs(url.query)
+            resource = (query.get('resource') or [''])[0]
+            with fake.lock:
+                fake.token_requests += 1
+            self._reply(200, {
+                'access_token': fake.token,
+                'expires_on': str(int(time.time()) + 3600),
+                'resource': resource,
+                'token_type': 'Bearer',
+            })
+
+        def do_POST(self):
+            url = urlparse(self.path)
+            length = int(self.headers.get('Content-Length') or 0)
+            raw = self.rfile.read(length)
+            parts = url.path.strip('/').split('/')
+            record = Upload(self.path, dict(self.headers), None, 0)
+
+            def reject(status, code, message, headers=None):
+                record.status = status
+                with fake.lock:
+                    fake.rejected.append(record)
+                self._error(status, code, message, headers)
+
+            if (len(parts) != 4 or parts[0] != 'dataCollectionRules'
+                    or parts[2] != 'streams'):
+                return reject(404, 'NotFound', url.path)
+            if parse_qs(url.query).get('api-version') != [API_VERSION]:
+                return reject(400, 'InvalidApiVersion', url.query)
+            auth = self.headers.get('Authorization', '')
+            if auth != f'Bearer {fake.token}':
+                return reject(401, 'InvalidToken', 'missing or bad token')
+            if parts[1] != fake.rule_id:
+                return reject(404, 'NotFound', f'no rule {parts[1]}')
+            if parts[3] != fake.stream:
+                return reject(404, 'InvalidStream', f'no stream {parts[3]}')
+            if length > MAX_BODY:
+                return reject(413, 'ContentLengthLimitExceeded',
+                              'over 1 MB')
+            with fake.lock:
+                queued = fake.failures.pop(0) if fake.failures else None
+            if queued:
+                status, headers = queued
+                return reject(status, 'Injected', 'queued failure', headers)
+            if self.headers.get('Content-Encoding') == 'gzip':
+                raw = gzip.decompress(raw)
+            try:
+                record.body = json.loads(raw)
+            except ValueError:
+                return reject(400, 'InvalidJson', 'body is not JSON')
+            record.status = 204
+            with fake.lock:
+                fake.uploads.append(record)
+            self._reply(204)
+
+    return Handler
+
+
+@pytest.fixture
+def fake_azure(tmp_path, monkeypatch):
+    """A running loopback Azure; its CA is trusted through the standard
+    variables (REQUESTS_CA_BUNDLE, SSL_CERT_FILE)."""
+    cert, key = make_certificate(tmp_path)
+    fake = FakeAzure()
+    server = ThreadingHTTPServer(('127.0.0.1', 0), _handler_for(fake))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    fake.base_url = f'https://127.0.0.1:{server.server_address[1]}'
+    fake.ca_bundle = str(cert)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv('REQUESTS_CA_BUNDLE', str(cert))
+    monkeypatch.setenv('SSL_CERT_FILE', str(cert))
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
