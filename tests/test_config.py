@@ -43,7 +43,7 @@ def test_azure_partitions_name_their_sku():
     ndv5 = parts['ndv5']
     assert ndv5['devices'] == [{'type': 'gpu', 'arch': 'sm_90',
                                 'num_devices': 8}]
-    assert ndv5['resources'][0]['options'] == ['--gres=gpu:{num_gpus_per_node}']
+    assert ndv5['resources'] == [{'name': '_rfm_gpu', 'options': ['--gres=gpu:{num_gpus_per_node}']}]
     squeue = next(s for s in site.site_configuration['systems']
                   if s['name'] == 'azure-squeue')
     assert {p['scheduler'] for p in squeue['partitions']} == {'squeue'}

@@ -57,8 +57,10 @@ def _partition(name, slurm_name, scheduler):
     if sku.get('gpus'):
         partition['devices'] = [{'type': 'gpu', 'arch': sku['gpu_arch'],
                                  'num_devices': sku['gpus']}]
+        # ReFrame maps a test's num_gpus_per_node to this resource name.
         partition['resources'] = [
-            {'name': 'gpu', 'options': ['--gres=gpu:{num_gpus_per_node}']}
+            {'name': '_rfm_gpu',
+             'options': ['--gres=gpu:{num_gpus_per_node}']}
         ]
         partition['features'] = ['gpu']
     else:

@@ -29,7 +29,10 @@ SKUS = {
     'hbv3': {
         'descr': 'HBv3: 120 AMD EPYC Milan-X cores, 200 Gb/s HDR InfiniBand',
         'extras': {'vm_sku': 'Standard_HB120rs_v3', 'cores_per_node': 120,
-                   'numa_nodes': 4, 'memory_gib': 448, 'ib_hcas': _hcas(1)},
+                   'numa_nodes': 4, 'memory_gib': 448, 'ib_hcas': _hcas(1),
+                   # Azure docs, "HBv3-series performance": 4 TF Rpeak
+                   # (FP64) for the 120-core size
+                   'peak_gflops_per_node': 4000},
     },
     'hbv4': {
         'descr': 'HBv4: 176 AMD EPYC Genoa-X cores, 400 Gb/s NDR InfiniBand',
@@ -41,9 +44,9 @@ SKUS = {
                  '4 x 200 Gb/s NDR InfiniBand',
         'extras': {'vm_sku': 'Standard_HB368rs_v5', 'cores_per_node': 368,
                    'memory_gib': 432, 'ib_hcas': _hcas(4),
-                   # HBv5 post: 3.5 GHz base clock, Zen4 (2 x 256-bit FMA
-                   # = 16 double-precision flops per cycle per core)
-                   'cpu_base_ghz': 3.5, 'dp_flops_per_cycle': 16},
+                   # Azure docs, "HBv5-series performance": up to 16 TF
+                   # Rpeak (FP64) for the 368-core size
+                   'peak_gflops_per_node': 16000},
     },
     'hx': {
         'descr': 'HX: 176 AMD EPYC Genoa-X cores, 1.4 TB memory, NDR',

@@ -1,0 +1,155 @@
+"""STREAM: sustainable memory bandwidth of a node (OpenMP) or of several
+nodes together (MPI), as the best rate of Copy, Scale, Add and Triad.
+
+STREAM's array size is fixed when it is compiled, so the binary must have
+been built for the node: each array at least four times the last-level
+cache (STREAM's own rule). Where the SKU's cache is published, a binary
+built too small fails with the size to rebuild with.
+"""
+import fnmatch
+
+import reframe as rfm
+from reframe.core.backends import getlauncher
+
+from ..common.benchmark import BenchmarkTest
+from ..common.references import short_sku
+
+BYTES_PER_ELEMENT = 8
+
+# Last-level cache per VM as Azure publishes it (MicrosoftDocs/azure-docs,
+# articles/virtual-machines: HBv4-series and HX-series "2.3 GB L3 cache";
+# HBv3-series "1.536 GB total per VM").
+PUBLISHED_L3_BYTES = {
+    'HB176*_v4': 2.3e9,
+    'HX176*': 2.3e9,
+    'HB120*_v3': 1.536e9,
+}
+
+# No L3 size is published for HBv5; the HBv5 post ran STREAM with a data
+# size of 2,621,440,000 bytes (read here as the size of each array).
+PUBLISHED_RUN_ELEMENTS = {
+    'HB368*_v5': 2_621_440_000 // BYTES_PER_ELEMENT,
+}
+
+HINT = ('Spack: spack install stream +openmp stream_array_size=N, then '
+        'spack load stream (binary stream_c.exe); or build '
+        'github.com/jeffhammond/STREAM: gcc -O3 -fopenmp '
+        '-DSTREAM_ARRAY_SIZE=N stream.c -o stream_c.exe, with N elements '
+        'per array at least 4x the node\'s last-level cache in 8-byte words '
+        '(100000000 is safe below 200 MB of cache); HBv5: Azure/'
+        'woc-benchmarking apps/hpc/stream builds AMD\'s zen STREAM')
+
+MPI_HINT = ('build Versions/stream_mpi.c of github.com/jeffhammond/STREAM: '
+            'mpicc -O3 -fopenmp -DSTREAM_ARRAY_SIZE=N stream_mpi.c -o '
+            'stream_mpi (N = elements of the whole array, spread over the '
+            'ranks: at least 4x the L3 of all nodes in 8-byte words)')
+
+
+def _for_sku(table: dict, vm_sku: str):
+    sku = short_sku(vm_sku)
+    for pattern, value in table.items():
+        if fnmatch.fnmatchcase(sku, pattern):
+            return value
+    return None
+
+
+def minimum_array_elements(vm_sku: str, nodes: int = 1) -> int | None:
+    """Elements per array that dwarf the caches of ``nodes`` nodes of this
+    SKU, or None where nothing is published."""
+    l3_bytes = _for_sku(PUBLISHED_L3_BYTES, vm_sku)
+    if l3_bytes is not None:
+        return -(-int(4 * l3_bytes * nodes) // BYTES_PER_ELEMENT)
+    run_elements = _for_sku(PUBLISHED_RUN_ELEMENTS, vm_sku)
+    if run_elements is not None:
+        return run_elements * nodes
+    return None
+
+
+class StreamBase(BenchmarkTest):
+    parser_tool = 'stream'
+    perf_metrics = {'copy_bw': 'MB/s', 'scale_bw': 'MB/s', 'add_bw': 'MB/s',
+                    'triad_bw': 'MB/s'}
+    reference_family = 'stream'
+    reference_key = 'stream'
+
+    #: Elements per array (for MPI: of the whole array) the binary must
+    #: have been built with at least; 0 = from the SKU's published cache
+    #: size, no minimum where none is published.
+    array_size = variable(int, value=0)
+
+    def required_array_size(self, nodes: int = 1) -> int | None:
+        if self.array_size:
+            return self.array_size
+        return minimum_array_elements(self.vm_sku(), nodes)
+
+    def openmp_env(self, threads: int) -> dict:
+        # As in the HBv5 post: one thread per core, pinned
+        return {'OMP_NUM_THREADS': str(threads), 'OMP_PROC_BIND': 'true',
+                'OMP_PLACES': 'cores'}
+
+
+@rfm.simple_test
+class StreamCheck(StreamBase):
+    descr = 'STREAM memory bandwidth of one node, one OpenMP thread per core'
+    tags = {'cpu', 'daily', 'acceptance'}
+    # One process: no MPI environment needed, and one run per partition
+    valid_prog_environs = ['builtin']
+    tool_binary = 'stream_c.exe'
+    tool_hint = HINT
+
+    #: OpenMP threads; 0 = the partition's cores_per_node
+    num_threads = variable(int, value=0)
+    recorded_variables = ['array_size', 'num_threads']
+
+    @run_after('setup')
+    def set_threads(self):
+        if not self.num_threads:
+            self.num_threads = self.partition_extra('cores_per_node', 1)
+        self.num_tasks = 1
+        self.num_cpus_per_task = self.num_threads
+        self.env_vars.update(self.openmp_env(self.num_threads))
+        self.parser_options = {
+            'expected_threads': self.num_threads,
+            'min_array_elements': self.required_array_size(),
+        }
+
+    @run_before('run')
+    def run_as_one_process(self):
+        # mpirun would bind the single process to one core and squeeze every
+        # thread onto it; srun keeps --cpus-per-task, so it stays.
+        if self.job.launcher.registered_name == 'mpirun':
+            self.job.launcher = getlauncher('local')()
+
+
+@rfm.simple_test
+class StreamMpiCheck(StreamBase):
+    descr = ('MPI STREAM: aggregate memory bandwidth, one rank per core, '
+             'the arrays spread over the ranks')
+    tags = {'cpu', 'acceptance'}
+    valid_prog_environs = ['+mpi']
+    tool_binary = 'stream_mpi'
+    tool_hint = MPI_HINT
+
+    num_nodes = variable(int, value=1)
+    #: MPI ranks per node; 0 = the partition's cores_per_node
+    tasks_per_node = variable(int, value=0)
+    threads_per_task = variable(int, value=1)
+    recorded_variables = ['array_size', 'num_nodes', 'tasks_per_node',
+                          'threads_per_task']
+
+    @run_after('setup')
+    def set_layout(self):
+        if not self.tasks_per_node:
+            self.tasks_per_node = self.partition_extra('cores_per_node', 1)
+        self.num_tasks_per_node = self.tasks_per_node
+        self.num_tasks = self.num_nodes * self.tasks_per_node
+        self.num_cpus_per_task = self.threads_per_task
+        self.env_vars.update(self.openmp_env(self.threads_per_task))
+        self.parser_options = {
+            'expected_threads': self.threads_per_task,
+            'min_array_elements': self.required_array_size(self.num_nodes),
+            'expected_ranks': self.num_tasks,
+        }
+        if self.num_nodes != 1:
+            # The SKU references are per node; an aggregate has none.
+            self.reference_family = ''

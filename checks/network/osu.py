@@ -1,0 +1,132 @@
+"""OSU micro-benchmarks: MPI latency and bandwidth between two nodes, and
+collective latency across N nodes, with host (cpu) or GPU (cuda) buffers.
+
+Where the binaries come from, first found wins:
+- ``-S osu_dir=DIR``: a directory holding osu_latency, osu_bw, ...;
+- HPC-X (Azure HPC images, environment ``hpcx`` = ``module load mpi/hpcx``):
+  ``$HPCX_OSU_DIR``, or ``$HPCX_OSU_CUDA_DIR`` for cuda buffers;
+- PATH, e.g. after ``spack load osu-micro-benchmarks``.
+"""
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+
+from .. import parsers
+from ..common.benchmark import BenchmarkTest
+from ..parsers import osu
+
+# What OMB measures up to when not told otherwise (-m)
+POINT_TO_POINT_MAX_SIZE = 4 * 1024 * 1024
+COLLECTIVE_MAX_SIZE = 1024 * 1024
+
+
+class OsuBase(BenchmarkTest):
+    """One OMB benchmark; the value at one message size is the result, the
+    whole curve stays in the output and in the parser's details."""
+
+    parser_tool = 'osu'
+    reference_family = 'osu'
+    tool_hint = ('Azure HPC images: module load mpi/hpcx (HPC-X ships OMB '
+                 'in $HPCX_OSU_DIR and $HPCX_OSU_CUDA_DIR); Spack: spack '
+                 'install osu-micro-benchmarks (+cuda for GPU buffers), then '
+                 'spack load osu-micro-benchmarks; or -S osu_dir=DIR')
+
+    buffer = parameter(['cpu', 'cuda'])
+    #: '' = the benchmark's name, found in osu_dir, HPC-X or PATH
+    tool_binary = ''
+
+    #: Message size whose value is reported; 0 = 8 B for latency, 4 MiB
+    #: for bandwidth (the parser's defaults).
+    message_size = variable(int, value=0)
+    #: Directory of the OMB binaries; '' = HPC-X's, then PATH.
+    osu_dir = variable(str, value='')
+    extra_options = variable(typ.List[str], value=[])
+    recorded_variables = ['message_size', 'buffer']
+
+    default_max_size = POINT_TO_POINT_MAX_SIZE
+
+    @run_after('init')
+    def set_buffer_kind(self):
+        if self.buffer == 'cuda':
+            # GPU partitions carry the 'gpu' feature (gpus_per_node > 0)
+            self.valid_systems = ['+gpu']
+            self.tags = self.tags | {'gpu'}
+            self.num_gpus_per_node = 1
+        self.reference_key = self.benchmark
+        if not self.tool_binary:
+            self.tool_binary = (os.path.join(self.osu_dir, self.benchmark)
+                                if self.osu_dir else self.benchmark)
+        if self.benchmark in ('osu_bw', 'osu_bibw'):
+            self.perf_metrics = {'bandwidth': 'MB/s'}
+        else:
+            self.perf_metrics = {'latency': 'us'}
+
+    @run_after('setup')
+    def set_hpcx_path(self):
+        if self.osu_dir:
+            return
+        hpcx_dir = 'HPCX_OSU_CUDA_DIR' if self.buffer == 'cuda' \
+            else 'HPCX_OSU_DIR'
+        # Expanded by the job script, after the environment's modules load.
+        self.env_vars['PATH'] = f'${{{hpcx_dir}:+${hpcx_dir}:}}$PATH'
+
+    @run_after('setup')
+    def skip_cuda_without_gpus(self):
+        if self.buffer == 'cuda':
+            self.skip_if(not self.partition_extra('gpus_per_node', 0),
+                         'cuda buffers need a partition with gpus_per_node')
+
+    def parsed(self):
+        result = super().parsed()
+        if result.ok or result.details.get('curve'):
+            return result
+        # OMB prints its refusals, and the launcher its abort, on stderr:
+        # they explain an empty or cut stdout better than stdout does.
+        stderr = os.path.join(self.stagedir, sn.evaluate(self.stderr))
+        if os.path.isfile(stderr):
+            with open(stderr, errors='replace') as fp:
+                cause = osu.failure_cause(fp.read())
+            if cause:
+                return parsers.failure(self.parser_tool,
+                                       f'{result.reason}; stderr: {cause}')
+        return result
+
+    @run_before('run')
+    def set_command_line(self):
+        options = []
+        if self.message_size:
+            self.parser_options = {'size': self.message_size}
+            if self.message_size > self.default_max_size:
+                options += ['-m', f'{self.message_size}']
+        if self.buffer == 'cuda':
+            options += ['-d', 'cuda', 'D', 'D']
+        self.executable_opts = options + self.extra_options
+
+
+@rfm.simple_test
+class OsuPointToPoint(OsuBase):
+    descr = 'OSU point-to-point latency and bandwidth between two nodes'
+    benchmark = parameter(['osu_latency', 'osu_bw', 'osu_bibw'])
+    num_tasks = 2
+    num_tasks_per_node = 1
+    tags = {'network', 'daily', 'acceptance'}
+
+
+@rfm.simple_test
+class OsuCollective(OsuBase):
+    descr = 'OSU collective latency across nodes'
+    benchmark = parameter(['osu_allreduce', 'osu_alltoall'])
+    num_nodes = variable(int, value=2)
+    tasks_per_node = variable(int, value=1)
+    recorded_variables = ['message_size', 'buffer', 'num_nodes',
+                          'tasks_per_node']
+    tags = {'network', 'acceptance'}
+
+    default_max_size = COLLECTIVE_MAX_SIZE
+
+    @run_after('setup')
+    def set_layout(self):
+        self.num_tasks = self.num_nodes * self.tasks_per_node
+        self.num_tasks_per_node = self.tasks_per_node

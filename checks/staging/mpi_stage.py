@@ -1,0 +1,135 @@
+"""mpi-stage: stage one file from shared storage to every node's local NVMe
+with MPI broadcasts (one rank per node), then prove the no-copy path.
+
+The job runs mpi_stage twice: first with --overwrite (a real copy, whatever
+the nodes hold), then as a job script would before every job: every node
+already holds the file, so it must finish in milliseconds without copying.
+mpi_stage writes everything to stderr; each run's goes to its own file.
+"""
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.exceptions import SanityError
+
+from ..common.benchmark import BenchmarkTest
+
+FIRST_RUN = 'first.err'
+SECOND_RUN = 'second.err'
+
+
+@rfm.simple_test
+class MpiStageCheck(BenchmarkTest):
+    descr = 'mpi-stage: shared storage to local NVMe on N nodes, and no-copy'
+    parser_tool = 'mpi-stage'
+    parsed_stream = FIRST_RUN
+    tool_binary = 'mpi_stage'
+    tool_hint = ('build it: git clone https://github.com/edwardsp/mpi-stage '
+                 '&& cd mpi-stage && make (needs mpicxx, e.g. module load '
+                 'mpi/hpcx), then -S tool_binary=/path/to/mpi_stage')
+    perf_metrics = {'bandwidth': 'MB/s', 'copy_time': 's', 'total_time': 's'}
+    reference_family = 'mpi_stage'
+    reference_key = 'mpi_stage'
+    tags = {'storage', 'acceptance'}
+
+    num_nodes = variable(int, value=2)
+    #: Size of the test file created on shared storage
+    file_size_mib = variable(int, value=1024)
+    #: Stage this existing file instead (e.g. a container image); it is
+    #: neither created nor removed.
+    source_file = variable(str, value='')
+    #: The no-copy run must finish within this many seconds.
+    no_copy_limit_s = variable(float, value=1.0)
+    recorded_variables = ['num_nodes', 'file_size_mib', 'source_file']
+
+    @run_after('setup')
+    def set_layout(self):
+        self.skip_if(
+            self.current_partition.scheduler.registered_name == 'local'
+            and self.num_nodes > 1,
+            'mpi_stage allows one rank per node and the local partition has '
+            'one node (-S num_nodes=1 runs a single-rank copy)')
+        self.skip_if(not self.partition_extra('local_nvme'),
+                     'the partition declares no local_nvme (extras)')
+        self.num_tasks = self.num_nodes
+        self.num_tasks_per_node = 1
+
+    def work_name(self) -> str:
+        return f'clusterproof-mpi-stage-{self.hashcode}'
+
+    def source_path(self) -> str:
+        if self.source_file:
+            return self.source_file
+        shared = self.partition_extra('shared_fs') or self.stagedir
+        return os.path.join(shared, self.work_name(), 'source.bin')
+
+    def dest_dir(self) -> str:
+        return os.path.join(self.partition_extra('local_nvme'),
+                            self.work_name())
+
+    @run_before('run')
+    def set_command_line(self):
+        source = self.source_path()
+        dest = os.path.join(self.dest_dir(), os.path.basename(source))
+        stage = [self.tool_binary, '--source', source, '--dest', dest,
+                 '--pre-validate', 'size', '--verbose']
+        if not self.source_file:
+            self.prerun_cmds += [
+                f'mkdir -p {os.path.dirname(source)}',
+                f'dd if=/dev/urandom of={source} bs=1M '
+                f'count={self.file_size_mib} status=none',
+            ]
+        # First run: a real copy even where an old copy lies around.
+        self.executable_opts = stage[1:] + ['--overwrite', '2>', FIRST_RUN]
+        launch = ' '.join(self.job.launcher.run_command(self.job).split())
+        self.postrun_cmds += [
+            f'{launch} {" ".join(stage)} 2> {SECOND_RUN}',
+            # one rank per node: clean every node's local copy
+            f'{launch} rm -rf {self.dest_dir()}',
+        ]
+        if not self.source_file:
+            self.postrun_cmds.append(f'rm -rf {os.path.dirname(source)}')
+
+    def second_run(self):
+        path = os.path.join(self.stagedir, SECOND_RUN)
+        cache = self.__dict__.setdefault('_clusterproof_second_run', {})
+        if path not in cache:
+            cache[path] = self.parse_file(path)
+        return cache[path]
+
+    @sn.deferrable
+    def _assert_first_run_copied(self):
+        # the parser accepts a no-copy run; with --overwrite it must copy
+        if not self.parsed().details.get('copied'):
+            raise SanityError('first run did not copy despite --overwrite')
+        return True
+
+    @sn.deferrable
+    def _assert_no_copy_run(self):
+        result = self.second_run()
+        if not result.ok:
+            raise SanityError(f'second (no-copy) run: {result.reason}')
+        if result.details.get('copied'):
+            raise SanityError('second run copied again: the nodes did not '
+                              'all hold the file after the first run')
+        seconds = result.metrics['total_time'].value
+        if seconds > self.no_copy_limit_s:
+            raise SanityError(
+                f'second (no-copy) run took {seconds:.3g} s, more than '
+                f'{self.no_copy_limit_s} s: it should take milliseconds')
+        return True
+
+    @sanity_function
+    def assert_output_ok(self):
+        return sn.all([self._assert_parsed_ok(),
+                       self._assert_first_run_copied(),
+                       self._assert_no_copy_run()])
+
+    @sn.deferrable
+    def no_copy_time(self):
+        return self.second_run().metrics['total_time'].value
+
+    @run_before('performance')
+    def add_no_copy_time(self):
+        self.perf_variables['no_copy_time'] = sn.make_performance_function(
+            self.no_copy_time(), 's')
