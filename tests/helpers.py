@@ -30,3 +30,33 @@ def stored_rows(home: Path) -> list[dict]:
     for path in sorted((home / 'results').glob('*/*.jsonl')):
         rows += [json.loads(line) for line in path.read_text().splitlines()]
     return rows
+
+
+def suite_env(home: Path, extra: dict | None = None) -> dict:
+    """This process's environment without anything that would send results
+    to Azure or pick a system, and with its own CLUSTERPROOF_HOME."""
+    import os
+    drop = ('RFM_', 'DATA_COLLECTION', 'LOGS_DCR', 'IDENTITY_')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env['CLUSTERPROOF_HOME'] = str(home)
+    env.update(extra or {})
+    return env
+
+
+def dry_run_job_scripts(tmp_path: Path, target: str, *selection: str,
+                        env: dict | None = None) -> dict[str, str]:
+    """Job scripts ReFrame writes with --dry-run, by test directory name."""
+    prefix = tmp_path / 'rfm'
+    result = run_reframe('--system', target, '-c', 'checks', *selection,
+                         '--dry-run', '--prefix', str(prefix),
+                         env=env or suite_env(tmp_path / 'home'),
+                         cwd=str(REPO), timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return {path.parent.name: path.read_text()
+            for path in prefix.rglob('rfm_job.sh')}
+
+
+def only_job_script(tmp_path: Path, target: str, name_filter: str) -> str:
+    scripts = dry_run_job_scripts(tmp_path, target, '-n', name_filter)
+    assert len(scripts) == 1, sorted(scripts)
+    return next(iter(scripts.values()))
