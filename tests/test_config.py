@@ -33,8 +33,8 @@ def test_ior_dry_run_job_script(partition, tmp_path):
     assert '#SBATCH --exclusive' in script
     assert '#SBATCH --ntasks=1' in script
     assert 'command -v ior' in script        # early, explained failure
-    assert 'srun --mpi=pmix ior -a POSIX -w -r -C -e -g -b 2M -t 2M -s 16 -F' \
-        in script
+    assert ('srun --mpi=pmix ior -a POSIX -w -r -C -e -g '
+            '-b 2M -t 2M -s 16 -F') in script
     assert '-o /shared/scratch/clusterproof-ior-' in script
 
 

@@ -55,7 +55,15 @@ class ParsedOutput(rfm.RegressionTestPlugin):
         return matches[-1] if matches else self._stage_path(self.parsed_stream)
 
     def parse_file(self, path: str, **options) -> parsers.ParseResult:
-        """Parse one output file of this test; a missing file is a failure."""
+        """Parse one output file of this test, once per run; a missing file
+        is a failure."""
+        cache = self.__dict__.setdefault('_clusterproof_parsed', {})
+        key = (path, repr(sorted(options.items())))
+        if key not in cache:
+            cache[key] = self._parse_file_now(path, options)
+        return cache[key]
+
+    def _parse_file_now(self, path: str, options: dict):
         if not os.path.isfile(path):
             guard = _guard_message(self._stage_path(sn.evaluate(self.stderr)))
             return parsers.failure(
@@ -65,12 +73,8 @@ class ParsedOutput(rfm.RegressionTestPlugin):
         return parsers.parse(self.parser_tool, _read(path), **options)
 
     def parsed(self) -> parsers.ParseResult:
-        """The parse of this test's output, computed once per run."""
-        path = self.parsed_path()
-        cache = self.__dict__.setdefault('_clusterproof_parsed', {})
-        if path not in cache:
-            cache[path] = self.parse_file(path, **self.parser_options)
-        return cache[path]
+        """The parse of this test's output (parsed_stream)."""
+        return self.parse_file(self.parsed_path(), **self.parser_options)
 
     @sn.deferrable
     def _assert_parsed_ok(self):

@@ -11,6 +11,7 @@ import math
 import reframe as rfm
 
 from ..common.benchmark import BenchmarkTest
+from ..common.layout import NodeLayout
 from .hpl_input import hpl_dat, process_grid
 
 # hpccinf.txt = HPL.dat, a separator line, then PTRANS's extra sizes (none).
@@ -28,7 +29,7 @@ def hpccinf(n: int, nb: int, tasks: int) -> str:
     return hpl_dat(n, nb, p, q) + PTRANS_LINES
 
 
-class HpccBase(BenchmarkTest):
+class HpccBase(BenchmarkTest, NodeLayout):
     parser_tool = 'hpcc'
     parsed_stream = 'hpccoutf.txt'
     tool_binary = 'hpcc'
@@ -58,9 +59,8 @@ class HpccBase(BenchmarkTest):
         memory_gib = self.partition_extra('memory_gib')
         if self.memory_fraction <= 0 or not memory_gib:
             return self.problem_size
-        nodes = math.ceil(self.num_tasks / self.num_tasks_per_node)
         n = int(math.sqrt(self.memory_fraction * memory_gib * 2 ** 30 *
-                          nodes / 8))
+                          self.num_nodes / 8))
         return n - n % self.block_size
 
     @run_before('run')
@@ -78,24 +78,15 @@ class HpccBase(BenchmarkTest):
 
 @rfm.simple_test
 class HpccNode(HpccBase):
-    descr = 'HPC Challenge on one node'
-    #: MPI ranks on the node; 0 = one per core (extras 'cores_per_node')
-    tasks_per_node = variable(int, value=0)
+    descr = 'HPC Challenge on one node, one rank per core'
     tags = {'cpu', 'daily', 'acceptance'}
-
-    @run_after('setup')
-    def set_layout(self):
-        tasks = (self.tasks_per_node or
-                 self.partition_extra('cores_per_node') or 1)
-        self.num_tasks = tasks
-        self.num_tasks_per_node = tasks
 
 
 @rfm.simple_test
 class HpccTwoNodes(HpccBase):
     descr = 'HPC Challenge on two nodes, one rank each (MPI across nodes)'
-    num_tasks = 2
-    num_tasks_per_node = 1
+    num_nodes = 2
+    tasks_per_node = 1
     tags = {'cpu', 'network', 'daily', 'acceptance'}
 
     @run_after('setup')

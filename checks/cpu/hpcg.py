@@ -7,6 +7,7 @@ HPCG-Benchmark-3.0_*.yaml (3.0). An INVALID report fails the test.
 import reframe as rfm
 
 from ..common.benchmark import BenchmarkTest
+from ..common.layout import NodeLayout
 
 HINT = ('Spack: spack install hpcg +openmp, then spack load hpcg (binary '
         'xhpcg); or build github.com/hpcg-benchmark/hpcg: mkdir build && cd '
@@ -24,7 +25,7 @@ def hpcg_dat(nx: int, ny: int, nz: int, runtime: int) -> str:
 
 
 @rfm.simple_test
-class HpcgCheck(BenchmarkTest):
+class HpcgCheck(BenchmarkTest, NodeLayout):
     descr = 'HPCG GFLOP/s rating of a VALID run, one MPI rank per core'
     tags = {'cpu', 'acceptance'}
     valid_systems = ['+cpu']
@@ -43,20 +44,11 @@ class HpcgCheck(BenchmarkTest):
     nz = variable(int, value=104)
     #: Seconds of benchmark time; an official run needs OFFICIAL_RUNTIME
     runtime = variable(int, value=60)
-    num_nodes = variable(int, value=1)
-    #: MPI ranks per node; 0 = the partition's cores_per_node
-    tasks_per_node = variable(int, value=0)
-    threads_per_task = variable(int, value=1)
     recorded_variables = ['nx', 'ny', 'nz', 'runtime', 'num_nodes',
                           'tasks_per_node', 'threads_per_task']
 
     @run_after('setup')
-    def set_layout(self):
-        if not self.tasks_per_node:
-            self.tasks_per_node = self.partition_extra('cores_per_node', 1)
-        self.num_tasks_per_node = self.tasks_per_node
-        self.num_tasks = self.num_nodes * self.tasks_per_node
-        self.num_cpus_per_task = self.threads_per_task
+    def set_threads_and_checks(self):
         self.env_vars['OMP_NUM_THREADS'] = str(self.threads_per_task)
         self.parser_options = {'expected_processes': self.num_tasks}
 

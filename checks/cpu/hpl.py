@@ -10,6 +10,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 
 from ..common.benchmark import BenchmarkTest
+from ..common.layout import NodeLayout
 from ..common.parsed_output import GUARD_PREFIX
 from . import hpl_input
 
@@ -26,7 +27,7 @@ def peak_gflops_per_node(extras: dict) -> float | None:
 
 
 @rfm.simple_test
-class HplCheck(BenchmarkTest):
+class HplCheck(BenchmarkTest, NodeLayout):
     descr = 'HPL Gflops with a generated HPL.dat, residual checks PASSED'
     tags = {'cpu', 'acceptance'}
     valid_systems = ['+cpu']
@@ -43,20 +44,11 @@ class HplCheck(BenchmarkTest):
     n = variable(int, value=0)
     nb = variable(int, value=256)
     memory_fraction = variable(float, value=0.8)
-    num_nodes = variable(int, value=1)
-    #: MPI ranks per node; 0 = the partition's cores_per_node
-    tasks_per_node = variable(int, value=0)
-    threads_per_task = variable(int, value=1)
     recorded_variables = ['n', 'nb', 'memory_fraction', 'num_nodes',
                           'tasks_per_node', 'threads_per_task']
 
     @run_after('setup')
-    def set_layout(self):
-        if not self.tasks_per_node:
-            self.tasks_per_node = self.partition_extra('cores_per_node', 1)
-        self.num_tasks_per_node = self.tasks_per_node
-        self.num_tasks = self.num_nodes * self.tasks_per_node
-        self.num_cpus_per_task = self.threads_per_task
+    def set_threads_and_checks(self):
         self.env_vars['OMP_NUM_THREADS'] = str(self.threads_per_task)
         self.parser_options = {'expected_tasks': self.num_tasks}
 

@@ -12,6 +12,7 @@ import reframe as rfm
 from reframe.core.backends import getlauncher
 
 from ..common.benchmark import BenchmarkTest
+from ..common.layout import NodeLayout
 from ..common.references import short_sku
 
 BYTES_PER_ELEMENT = 8
@@ -122,7 +123,7 @@ class StreamCheck(StreamBase):
 
 
 @rfm.simple_test
-class StreamMpiCheck(StreamBase):
+class StreamMpiCheck(StreamBase, NodeLayout):
     descr = ('MPI STREAM: aggregate memory bandwidth, one rank per core, '
              'the arrays spread over the ranks')
     tags = {'cpu', 'acceptance'}
@@ -130,20 +131,11 @@ class StreamMpiCheck(StreamBase):
     tool_binary = 'stream_mpi'
     tool_hint = MPI_HINT
 
-    num_nodes = variable(int, value=1)
-    #: MPI ranks per node; 0 = the partition's cores_per_node
-    tasks_per_node = variable(int, value=0)
-    threads_per_task = variable(int, value=1)
     recorded_variables = ['array_size', 'num_nodes', 'tasks_per_node',
                           'threads_per_task']
 
     @run_after('setup')
-    def set_layout(self):
-        if not self.tasks_per_node:
-            self.tasks_per_node = self.partition_extra('cores_per_node', 1)
-        self.num_tasks_per_node = self.tasks_per_node
-        self.num_tasks = self.num_nodes * self.tasks_per_node
-        self.num_cpus_per_task = self.threads_per_task
+    def set_threads_and_checks(self):
         self.env_vars.update(self.openmp_env(self.threads_per_task))
         self.parser_options = {
             'expected_threads': self.threads_per_task,

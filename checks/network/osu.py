@@ -15,6 +15,7 @@ import reframe.utility.typecheck as typ
 
 from .. import parsers
 from ..common.benchmark import BenchmarkTest
+from ..common.layout import NodeLayout
 from ..parsers import osu
 
 # What OMB measures up to when not told otherwise (-m)
@@ -22,7 +23,7 @@ POINT_TO_POINT_MAX_SIZE = 4 * 1024 * 1024
 COLLECTIVE_MAX_SIZE = 1024 * 1024
 
 
-class OsuBase(BenchmarkTest):
+class OsuBase(BenchmarkTest, NodeLayout):
     """One OMB benchmark; the value at one message size is the result, the
     whole curve stays in the output and in the parser's details."""
 
@@ -109,8 +110,9 @@ class OsuBase(BenchmarkTest):
 class OsuPointToPoint(OsuBase):
     descr = 'OSU point-to-point latency and bandwidth between two nodes'
     benchmark = parameter(['osu_latency', 'osu_bw', 'osu_bibw'])
-    num_tasks = 2
-    num_tasks_per_node = 1
+    # one rank on each of two nodes
+    num_nodes = 2
+    tasks_per_node = 1
     tags = {'network', 'daily', 'acceptance'}
 
 
@@ -118,15 +120,10 @@ class OsuPointToPoint(OsuBase):
 class OsuCollective(OsuBase):
     descr = 'OSU collective latency across nodes'
     benchmark = parameter(['osu_allreduce', 'osu_alltoall'])
-    num_nodes = variable(int, value=2)
-    tasks_per_node = variable(int, value=1)
+    num_nodes = 2
+    tasks_per_node = 1
     recorded_variables = ['message_size', 'buffer', 'num_nodes',
                           'tasks_per_node']
     tags = {'network', 'acceptance'}
 
     default_max_size = COLLECTIVE_MAX_SIZE
-
-    @run_after('setup')
-    def set_layout(self):
-        self.num_tasks = self.num_nodes * self.tasks_per_node
-        self.num_tasks_per_node = self.tasks_per_node

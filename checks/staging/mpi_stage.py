@@ -13,13 +13,14 @@ import reframe.utility.sanity as sn
 from reframe.core.exceptions import SanityError
 
 from ..common.benchmark import BenchmarkTest
+from ..common.layout import NodeLayout
 
 FIRST_RUN = 'first.err'
 SECOND_RUN = 'second.err'
 
 
 @rfm.simple_test
-class MpiStageCheck(BenchmarkTest):
+class MpiStageCheck(BenchmarkTest, NodeLayout):
     descr = 'mpi-stage: shared storage to local NVMe on N nodes, and no-copy'
     parser_tool = 'mpi-stage'
     parsed_stream = FIRST_RUN
@@ -32,7 +33,9 @@ class MpiStageCheck(BenchmarkTest):
     reference_key = 'mpi_stage'
     tags = {'storage', 'acceptance'}
 
-    num_nodes = variable(int, value=2)
+    # one rank per node: mpi_stage refuses more
+    num_nodes = 2
+    tasks_per_node = 1
     #: Size of the test file created on shared storage
     file_size_mib = variable(int, value=1024)
     #: Stage this existing file instead (e.g. a container image); it is
@@ -51,8 +54,6 @@ class MpiStageCheck(BenchmarkTest):
             'one node (-S num_nodes=1 runs a single-rank copy)')
         self.skip_if(not self.partition_extra('local_nvme'),
                      'the partition declares no local_nvme (extras)')
-        self.num_tasks = self.num_nodes
-        self.num_tasks_per_node = 1
 
     def work_name(self) -> str:
         return f'clusterproof-mpi-stage-{self.hashcode}'
@@ -91,11 +92,7 @@ class MpiStageCheck(BenchmarkTest):
             self.postrun_cmds.append(f'rm -rf {os.path.dirname(source)}')
 
     def second_run(self):
-        path = os.path.join(self.stagedir, SECOND_RUN)
-        cache = self.__dict__.setdefault('_clusterproof_second_run', {})
-        if path not in cache:
-            cache[path] = self.parse_file(path)
-        return cache[path]
+        return self.parse_file(os.path.join(self.stagedir, SECOND_RUN))
 
     @sn.deferrable
     def _assert_first_run_copied(self):

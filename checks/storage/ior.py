@@ -5,9 +5,10 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 
 from ..common.benchmark import BenchmarkTest
+from ..common.layout import NodeLayout
 
 
-class IorBase(BenchmarkTest):
+class IorBase(BenchmarkTest, NodeLayout):
     """Write then read a file per process (or one shared file) with POSIX
     or MPI-IO; bandwidth is the *Mean* of IOR's summary rows."""
 
@@ -31,16 +32,10 @@ class IorBase(BenchmarkTest):
     #: Directory for the test file: '' = the partition's extras['shared_fs'],
     #: or the stage directory where the partition declares none.
     test_dir = variable(str, value='')
-    num_nodes = variable(int, value=1)
-    tasks_per_node = variable(int, value=1)
+    tasks_per_node = 1
     extra_options = variable(typ.List[str], value=[])
     recorded_variables = ['api', 'block_size', 'transfer_size', 'segments',
                           'file_per_process', 'num_nodes', 'tasks_per_node']
-
-    @run_after('setup')
-    def set_layout(self):
-        self.num_tasks = self.num_nodes * self.tasks_per_node
-        self.num_tasks_per_node = self.tasks_per_node
 
     def test_file(self) -> str:
         base = (self.test_dir or self.partition_extra('shared_fs')
