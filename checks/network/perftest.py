@@ -1,0 +1,344 @@
+"""perftest (ib_write_bw, ib_send_bw, ib_send_lat) on every InfiniBand HCA.
+
+One result per HCA (``bw_avg_mlx5_ib0``, ``bw_avg_mlx5_ib1``, ...) so that a
+single bad port shows. For each HCA of extras['ib_hcas'] in turn, the job
+starts the server in the background, waits until it listens, runs the
+client against it and stops the server; servers left behind are killed when
+the job ends (trap). Each client writes ``<hca>.out`` in the stage
+directory, each server ``<hca>.server.out``.
+
+- PerftestPair: server on the first node, client on the second one.
+- PerftestLoopback: server and client on one node, through the same HCA
+  (what azurehpc-health-checks measures, so its floors apply here).
+
+Defaults follow azurehpc-health-checks: ``-F --report_gbits``, warm-up,
+GPU memory of GPU i with HCA i on GPU partitions (8 MiB messages), host
+memory with 2 QPs and 1 MiB messages elsewhere; each side bound to the NUMA
+node of its HCA.
+"""
+import os
+import shlex
+
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.backends import getlauncher
+
+from .. import parsers
+from ..common import references
+from ..common.benchmark import BenchmarkTest
+from ..common.parsed_output import GUARD_PREFIX
+
+SCRIPT = 'perftest_hcas.sh'
+GPU_MSG_SIZE = 8 * 2 ** 20
+HOST_MSG_SIZE = 2 ** 20
+HOST_QPS = 2
+
+BW_METRICS = {'bw_avg': 'Gb/s', 'bw_peak': 'Gb/s'}
+LAT_METRICS = {'lat_min': 'us', 'lat_typical': 'us', 'lat_avg': 'us',
+               'lat_p99': 'us'}
+
+# Shell helpers of the job script. `on NODE HCA CMD...` runs CMD on NODE,
+# bound to the NUMA node of HCA where numactl and sysfs say which.
+_HELPERS = r'''
+numa_exec() {
+    local hca=$1; shift
+    local node
+    node=$(cat "/sys/class/infiniband/$hca/device/numa_node" 2>/dev/null)
+    if [ "$NUMA_BIND" = 1 ] && [ "${node:--1}" -ge 0 ] &&
+            command -v numactl >/dev/null 2>&1; then
+        exec numactl --cpunodebind="$node" --membind="$node" "$@"
+    fi
+    exec "$@"
+}
+export -f numa_exec
+
+on() {
+    local node=$1; shift
+    timeout "$PAIR_TIMEOUT" srun --overlap --mpi=none $STEP_OPTIONS \
+        -N1 -n1 -w "$node" bash -c 'numa_exec "$@"' numa_exec "$@"
+}
+
+listening() {
+    # until the server's port is in state LISTEN (0A) in /proc/net/tcp*;
+    # fails as soon as the server process ($2) is gone
+    local hex i
+    hex=$(printf '%04X' "$1")
+    for i in $(seq 1 "$LISTEN_WAIT"); do
+        kill -0 "$2" 2>/dev/null || return 1
+        srun --overlap --mpi=none -N1 -n1 -w "$server" grep -Eqs \
+            ":$hex [0-9A-F]+:0000 0A " /proc/net/tcp /proc/net/tcp6 \
+            2>/dev/null && return 0
+        sleep 1
+    done
+    return 1
+}
+
+server_pids=()
+stop_servers() {
+    local pid
+    for pid in "${server_pids[@]}"; do kill "$pid" 2>/dev/null; done
+    wait 2>/dev/null
+}
+trap stop_servers EXIT
+
+pair() {
+    local hca=$1 port=$2; shift 2
+    on "$server" "$hca" "$@" > "$hca.server.out" 2>&1 &
+    local pid=$!
+    server_pids+=("$pid")
+    if listening "$port" "$pid"; then
+        on "$client" "$hca" "$@" "$server" > "$hca.out" 2>&1
+    else
+        echo "clusterproof: the $hca server on $server did not listen on" \
+             "port $port: $(grep -v '^srun: ' "$hca.server.out" |
+                            tail -n 2 | tr -s '\n' ' ')" \
+             > "$hca.out"
+    fi
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+}
+'''
+
+
+def size_label(size: int) -> str:
+    """8388608 -> '8M', 1024 -> '1K', 2 -> '2' (reference keys)."""
+    for unit, factor in (('G', 2 ** 30), ('M', 2 ** 20), ('K', 2 ** 10)):
+        if size >= factor and size % factor == 0:
+            return f'{size // factor}{unit}'
+    return str(size)
+
+
+def job_script(pairs: list[tuple[str, int, list[str]]], loopback: bool,
+               timeout_s: int, listen_wait_s: int, numa_bind: bool,
+               step_options: list[str] = ()) -> str:
+    """The script that runs one server/client pair per HCA, in turn.
+
+    ``pairs``: (hca, port, command) with the command both sides run; the
+    client gets the server's host name appended. ``step_options`` go to
+    the srun of each side (e.g. the GPUs for GPU memory).
+    """
+    lines = ['#!/bin/bash',
+             '# clusterproof perftest: one server/client pair per HCA',
+             f'PAIR_TIMEOUT={timeout_s}',
+             f'LISTEN_WAIT={listen_wait_s}',
+             'STEP_OPTIONS=' + shlex.quote(' '.join(step_options)),
+             f'NUMA_BIND={1 if numa_bind else 0}',
+             'export NUMA_BIND',
+             'nodes=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))',
+             'server=${nodes[0]}',
+             ('client=$server' if loopback else 'client=${nodes[1]}'),
+             _HELPERS.strip('\n')]
+    for hca, port, command in pairs:
+        lines.append(f'pair {shlex.quote(hca)} {port} '
+                     + ' '.join(shlex.quote(arg) for arg in command))
+    return '\n'.join(lines) + '\n'
+
+
+def job_note(text: str) -> str | None:
+    """What the job script wrote instead of a client's output, if so."""
+    for line in text.splitlines():
+        if line.startswith(GUARD_PREFIX):
+            return line[len(GUARD_PREFIX):].strip()
+    return None
+
+
+def per_hca_result(results: dict[str, parsers.ParseResult]
+                   ) -> parsers.ParseResult:
+    """One result for all HCAs: metric ``<name>_<hca>`` per HCA; failed
+    HCAs named in the reason."""
+    metrics, details, failed = {}, {}, []
+    for hca, result in results.items():
+        details[hca] = result.details
+        if not result.ok:
+            failed.append(f'{hca}: {result.reason}')
+            continue
+        for name, metric in result.metrics.items():
+            metrics[f'{name}_{hca}'] = metric
+    if failed:
+        return parsers.failure('perftest', '; '.join(failed), metrics,
+                               {'hcas': details})
+    return parsers.success('perftest', metrics, {'hcas': details})
+
+
+class PerftestBase(BenchmarkTest):
+    parser_tool = 'perftest'
+    tool_hint = ('Azure HPC images ship perftest with MOFED/DOCA-OFED; '
+                 'Debian/Ubuntu: apt install perftest; GPU memory needs a '
+                 'perftest built with CUDA (--use_cuda), as '
+                 'azurehpc-health-checks builds it')
+    tool_is_executable = False
+    valid_prog_environs = ['builtin']  # no MPI: perftest talks TCP itself
+    tags = {'network', 'acceptance'}
+
+    benchmark = parameter(['ib_write_bw', 'ib_send_bw', 'ib_send_lat'])
+    #: '' = the benchmark's name on PATH (after perftest_dir)
+    tool_binary = ''
+
+    perftest_dir = variable(str, value='')
+    #: HCAs to test; empty = the partition's extras['ib_hcas'].
+    hcas = variable(typ.List[str], value=[])
+    #: 'auto' = GPU memory (GPUDirect, GPU i with HCA i) where the
+    #: partition has GPUs; 'on' or 'off' to force.
+    gpu_memory = variable(str, value='auto')
+    bidirectional = variable(bool, value=False)
+    #: -a: every size from 2 B; bandwidth then comes from the largest.
+    all_sizes = variable(bool, value=False)
+    #: 0 = 8 MiB with GPU memory, 1 MiB otherwise; latency: perftest's 2 B.
+    msg_size = variable(int, value=0)
+    #: 0 = 2 QPs for host-memory bandwidth, perftest's default otherwise.
+    qps = variable(int, value=0)
+    #: -D seconds (bandwidth tests); perftest then measures no peak.
+    duration = variable(int, value=0)
+    base_port = variable(int, value=18515)
+    numa_bind = variable(bool, value=True)
+    #: Seconds each side may run before it is killed.
+    pair_timeout = variable(int, value=180)
+    #: Seconds to wait for a server to listen before giving up on its HCA.
+    listen_wait = variable(int, value=60)
+    extra_options = variable(typ.List[str], value=[])
+    recorded_variables = ['benchmark', 'bidirectional', 'all_sizes',
+                          'msg_size', 'qps', 'gpu_memory']
+
+    loopback = False
+
+    @run_after('init')
+    def set_binary(self):
+        if not self.tool_binary:
+            self.tool_binary = self.benchmark
+
+    def is_latency(self) -> bool:
+        return self.benchmark.endswith('_lat')
+
+    def uses_gpu_memory(self) -> bool:
+        if self.gpu_memory == 'auto':
+            return bool(self.partition_extra('gpus_per_node', 0))
+        return self.gpu_memory == 'on'
+
+    def hca_list(self) -> list[str]:
+        return list(self.hcas or self.partition_extra('ib_hcas', []))
+
+    def message_size(self) -> int:
+        if self.msg_size or self.is_latency():
+            return self.msg_size
+        return GPU_MSG_SIZE if self.uses_gpu_memory() else HOST_MSG_SIZE
+
+    def reference_name(self) -> str:
+        size = 'all' if self.all_sizes else size_label(self.message_size()
+                                                         or 2)
+        parts = [self.benchmark, size]
+        if self.bidirectional:
+            parts.append('bidir')
+        if self.uses_gpu_memory():
+            parts.append('gdr')
+        parts.append('loopback' if self.loopback else '2node')
+        return '_'.join(parts)
+
+    @run_after('setup')
+    def set_layout(self):
+        self.skip_if(not self.hca_list(),
+                     f'{self.current_partition.fullname} declares no '
+                     'ib_hcas (and none were given with -S hcas=...)')
+        self.num_tasks = 1 if self.loopback else 2
+        self.num_tasks_per_node = 1
+        if self.perftest_dir:
+            self.env_vars['PATH'] = f'{self.perftest_dir}:$PATH'
+        if self.uses_gpu_memory():
+            gpus = self.partition_extra('gpus_per_node', 0)
+            self.num_gpus_per_node = gpus  # the partition's _rfm_gpu
+        metrics = LAT_METRICS if self.is_latency() else dict(BW_METRICS)
+        if self.duration and not self.is_latency():
+            metrics.pop('bw_peak')
+        self.keep_files = [SCRIPT] + [f'{hca}{suffix}'
+                                      for hca in self.hca_list()
+                                      for suffix in ('.out', '.server.out')]
+        self.perf_metrics = {f'{name}_{hca}': unit
+                             for hca in self.hca_list()
+                             for name, unit in metrics.items()}
+
+    def command(self, index: int, hca: str, port: int) -> list[str]:
+        options = [self.tool_binary, '-d', hca, '-p', str(port), '-F']
+        if self.all_sizes:
+            options.append('-a')
+        elif self.message_size():
+            options += ['-s', str(self.message_size())]
+        if not self.is_latency():
+            options += ['--report_gbits', '--perform_warm_up']
+            qps = self.qps or (0 if self.uses_gpu_memory() else HOST_QPS)
+            if qps:
+                options += ['-q', str(qps)]
+            if self.bidirectional:
+                options.append('-b')
+            if self.duration:
+                options += ['-D', str(self.duration)]
+        if self.uses_gpu_memory():
+            options.append(f'--use_cuda={index}')
+        return options + self.extra_options
+
+    def step_options(self) -> list[str]:
+        # The job's GPUs for the srun steps of both sides, written the way
+        # the partition's GPU resource (_rfm_gpu) writes them; none declared
+        # (the sandbox): no option.
+        gpus = self.partition_extra('gpus_per_node', 0)
+        if not (self.uses_gpu_memory() and gpus):
+            return []
+        return self.current_partition.get_resource('_rfm_gpu',
+                                                   num_gpus_per_node=gpus)
+
+    @run_before('run')
+    def write_job_script(self):
+        pairs = [(hca, self.base_port + i, self.command(i, hca,
+                                                       self.base_port + i))
+                 for i, hca in enumerate(self.hca_list())]
+        with open(os.path.join(self.stagedir, SCRIPT), 'w') as fp:
+            fp.write(job_script(pairs, self.loopback, self.pair_timeout,
+                                self.listen_wait, self.numa_bind,
+                                self.step_options()))
+        # The script starts its own job steps: the batch shell runs it.
+        self.job.launcher = getlauncher('local')()
+        self.executable = 'bash'
+        self.executable_opts = [SCRIPT]
+
+    def parse_hca(self, hca: str) -> parsers.ParseResult:
+        path = os.path.join(self.stagedir, f'{hca}.out')
+        if os.path.isfile(path):
+            with open(path, errors='replace') as fp:
+                note = job_note(fp.read())
+            if note:
+                return parsers.failure(self.parser_tool, note)
+        return self.parse_file(path)
+
+    def parsed(self):
+        cache = self.__dict__.setdefault('_clusterproof_per_hca', {})
+        if 'result' not in cache:
+            cache['result'] = per_hca_result(
+                {hca: self.parse_hca(hca) for hca in self.hca_list()})
+        return cache['result']
+
+    @run_before('performance')
+    def set_hca_references(self):
+        # checks/references/perftest.yaml holds one value per metric for
+        # the SKU; every HCA gets it.
+        found = references.lookup('perftest', self.reference_name(),
+                                  self.vm_sku())
+        target = self.current_partition.fullname
+        table = dict(self.reference.get(target, {}))
+        sources = {}
+        for name, ref in found.items():
+            for hca in self.hca_list():
+                table.setdefault(f'{name}_{hca}', ref.as_reframe())
+                sources[f'{name}_{hca}'] = ref.source
+        if table:
+            self.reference = {**self.reference, target: table}
+            self.reference_sources = sources
+
+
+@rfm.simple_test
+class PerftestPair(PerftestBase):
+    descr = ('perftest per InfiniBand HCA between two nodes (server on the '
+             'first, client on the second)')
+
+
+@rfm.simple_test
+class PerftestLoopback(PerftestBase):
+    descr = 'perftest per InfiniBand HCA, server and client on one node'
+    loopback = True

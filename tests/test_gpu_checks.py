@@ -1,0 +1,482 @@
+"""The nccl-tests and perftest checks: --dry-run job scripts for the Azure ND
+and HB partitions, and real ReFrame runs on the sandbox Slurm.
+
+There is no GPU and no InfiniBand here. The sandbox runs use replay
+stand-ins (tests/standins: all_reduce_perf & co. print a real nccl-tests
+output from rank 0; ib_write_bw & co. keep perftest's TCP handshake and
+print a real perftest output), so what these tests prove is the job layout,
+the server/client choreography, parsing, per-HCA results and verdicts, not
+performance. The sandbox's ndv5 nodes are CPU-only: a test overlay of the
+configuration gives them GPUs and HCAs (see overlay_config).
+"""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checks.network import perftest as perftest_check
+from checks.parsers import perftest as perftest_parser
+from checks.parsers import nccl as nccl_parser
+from tests.helpers import DATA, REPO, STANDINS, run_reframe
+
+ANSI = re.compile(r'\x1b\[[0-9;]*m')
+DRY_LINE = re.compile(
+    r'\[\s*DRY\s*\] (\S+) (%\S+) /(\w+) @(\S+?):(\S+?)\+(\S+)')
+
+
+def clean_env(tmp_path, **extra):
+    dropped = ('RFM_', 'DATA_COLLECTION', 'LOGS_DCR', 'CLUSTERPROOF_REPLAY',
+               'CLUSTERPROOF_STANDIN')
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    env['CLUSTERPROOF_HOME'] = str(tmp_path / 'home')
+    env.update(extra)
+    return env
+
+
+def dry_run(tmp_path, system, *args):
+    """--dry-run of the GPU and perftest checks: {(class, params): stage}."""
+    prefix = tmp_path / 'rfm'
+    result = run_reframe('--system', system,
+                         '-c', 'checks/gpu/nccl.py',
+                         '-c', 'checks/network/perftest.py',
+                         *args, '--dry-run', '--prefix', str(prefix),
+                         env=clean_env(tmp_path), cwd=str(REPO))
+    stdout = ANSI.sub('', result.stdout)
+    assert result.returncode == 0, stdout + result.stderr
+    stages = {}
+    for match in DRY_LINE.finditer(stdout):
+        name, params, digest, sysname, part, environ = match.groups()
+        stages[(name, params)] = (prefix / 'stage' / sysname / part /
+                                  environ / f'{name}_{digest}')
+    return stages, stdout
+
+
+def job_script(stages, name, params):
+    return (stages[(name, params)] / 'rfm_job.sh').read_text()
+
+
+@pytest.fixture(scope='module')
+def ndv5(tmp_path_factory):
+    return dry_run(tmp_path_factory.mktemp('ndv5'), 'azure:ndv5')
+
+
+# -- nccl-tests: job scripts -------------------------------------------------
+
+def test_nccl_single_node_layout_on_ndv5(ndv5):
+    stages, _ = ndv5
+    script = job_script(stages, 'NcclSingleNode', '%collective=all_reduce')
+    for line in ['#SBATCH --ntasks=8', '#SBATCH --ntasks-per-node=8',
+                 '#SBATCH --gres=gpu:8', '#SBATCH --partition=ndv5',
+                 'export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml',
+                 'export CUDA_DEVICE_ORDER=PCI_BUS_ID',
+                 'export NCCL_IB_PCI_RELAXED_ORDERING=1',
+                 'export NCCL_SOCKET_IFNAME=eth0',
+                 'export OMPI_MCA_coll_hcoll_enable=0',
+                 'export PATH=/opt/nccl-tests/build:$PATH',
+                 'srun --mpi=pmix --cpu-bind=ldoms all_reduce_perf '
+                 '-b 8 -e 16G -f 2 -g 1']:
+        assert line in script.splitlines(), line
+    # ND H100 v5 declares no GPU order of its own
+    assert 'CUDA_VISIBLE_DEVICES' not in script
+
+
+def test_nccl_every_collective_both_layouts(ndv5):
+    stages, _ = ndv5
+    for name in ('NcclSingleNode', 'NcclMultiNode'):
+        for collective in ('all_reduce', 'all_gather', 'reduce_scatter',
+                           'alltoall', 'sendrecv'):
+            script = job_script(stages, name, f'%collective={collective}')
+            assert f' {collective}_perf -b 8 -e 16G' in script
+    multi = job_script(stages, 'NcclMultiNode', '%collective=sendrecv')
+    assert '#SBATCH --ntasks=16' in multi
+    assert '#SBATCH --ntasks-per-node=8' in multi
+
+
+def test_nccl_references_follow_the_sku(ndv5):
+    _, stdout = ndv5
+    blocks = [b for b in stdout.split('[ ') if b.lstrip().startswith('OK')]
+    single = next(b for b in blocks
+                  if 'NcclSingleNode %collective=all_reduce' in b)
+    assert 'busbw: None GB/s (r:460.0, l:0.0, u:None)' in single
+    gather = next(b for b in blocks
+                  if 'NcclSingleNode %collective=all_gather' in b)
+    assert 'r:' not in gather  # nothing published for all_gather
+
+
+def test_nccl_ndv4_gpu_order_and_topology(tmp_path):
+    stages, _ = dry_run(tmp_path, 'azure:ndv4', '-n', 'NcclSingleNode')
+    script = job_script(stages, 'NcclSingleNode', '%collective=all_reduce')
+    # the GPU order of the seed post's ND A100 v4 command line
+    assert 'export CUDA_VISIBLE_DEVICES=2,3,0,1,6,7,4,5' in script
+    assert 'export NCCL_TOPO_FILE=/opt/microsoft/ndv4-topo.xml' in script
+
+
+def test_nccl_multi_node_on_h200_with_overrides(tmp_path):
+    stages, _ = dry_run(tmp_path, 'azure:ndh200v5', '-n', 'NcclMultiNode',
+                        '-S', 'num_nodes=4', '-S', 'max_bytes=8G',
+                        '-S',
+                        'nccl_env=NCCL_DEBUG:WARN,NCCL_SOCKET_IFNAME:ib0',
+                        '-S', 'gpu_binding=0,1,2,3,4,5,6,7',
+                        '-S', 'nccl_tests_dir=/shared/nccl-tests/build')
+    script = job_script(stages, 'NcclMultiNode', '%collective=all_gather')
+    lines = script.splitlines()
+    assert '#SBATCH --ntasks=32' in lines
+    assert '#SBATCH --ntasks-per-node=8' in lines
+    assert 'export NCCL_DEBUG=WARN' in lines
+    assert 'export NCCL_SOCKET_IFNAME=ib0' in lines          # overridden
+    assert 'export NCCL_SOCKET_IFNAME=eth0' not in lines
+    assert 'export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7' in lines
+    assert 'export PATH=/shared/nccl-tests/build:$PATH' in lines
+    assert any(line.endswith('all_gather_perf -b 8 -e 8G -f 2 -g 1')
+               for line in lines)
+
+
+@pytest.mark.parametrize('partition', ['ndgb200v6', 'ndgb300v6'])
+def test_nccl_grace_blackwell_layout(tmp_path, partition):
+    stages, _ = dry_run(tmp_path, f'azure:{partition}', '-n', 'NcclSingleNode')
+    script = job_script(stages, 'NcclSingleNode', '%collective=all_reduce')
+    assert '#SBATCH --ntasks=4' in script
+    assert '#SBATCH --ntasks-per-node=4' in script
+    assert '#SBATCH --gres=gpu:4' in script
+    assert 'NCCL_TOPO_FILE' not in script  # no topology file for these
+
+
+def test_nccl_not_on_cpu_partitions(tmp_path):
+    result = run_reframe('--system', 'azure:hbv4', '-c', 'checks/gpu', '-l',
+                         env=clean_env(tmp_path), cwd=str(REPO))
+    assert result.returncode == 0, result.stderr
+    assert 'Found 0 check(s)' in result.stdout
+
+
+# -- perftest: job scripts ---------------------------------------------------
+
+def test_perftest_pair_on_ndv5_uses_gpu_memory_per_hca(ndv5):
+    stages, stdout = ndv5
+    stage = stages[('PerftestPair', '%benchmark=ib_write_bw')]
+    script = (stage / 'rfm_job.sh').read_text().splitlines()
+    assert '#SBATCH --ntasks=2' in script
+    assert '#SBATCH --ntasks-per-node=1' in script
+    assert '#SBATCH --gres=gpu:8' in script
+    assert script[-1] == 'bash perftest_hcas.sh'
+    pairs = (stage / 'perftest_hcas.sh').read_text()
+    assert "STEP_OPTIONS=--gres=gpu:8" in pairs
+    assert 'client=${nodes[1]}' in pairs
+    assert 'trap stop_servers EXIT' in pairs
+    for i in range(8):
+        # GPU i with HCA i, 8 MiB messages, one port per HCA
+        assert (f'pair mlx5_ib{i} {18515 + i} ib_write_bw -d mlx5_ib{i} '
+                f'-p {18515 + i} -F -s 8388608 --report_gbits '
+                f'--perform_warm_up --use_cuda={i}\n') in pairs
+    # a perf variable per HCA
+    for i in range(8):
+        assert f'P: bw_avg_mlx5_ib{i}: None Gb/s' in stdout
+
+
+def test_perftest_loopback_references_on_ndv5(ndv5):
+    _, stdout = ndv5
+    block = stdout.split('PerftestLoopback %benchmark=ib_write_bw')[-1]
+    assert 'bw_avg_mlx5_ib7: None Gb/s (r:380.0, l:0.0, u:None)' in block
+
+
+def test_perftest_loopback_on_hbv4_host_memory(tmp_path):
+    stages, stdout = dry_run(tmp_path, 'azure:hbv4', '-n', 'Perftest')
+    stage = stages[('PerftestLoopback', '%benchmark=ib_write_bw')]
+    script = (stage / 'rfm_job.sh').read_text()
+    assert '#SBATCH --ntasks=1\n' in script
+    assert '--gres' not in script
+    pairs = (stage / 'perftest_hcas.sh').read_text()
+    assert 'client=$server' in pairs
+    assert ('pair mlx5_ib0 18515 ib_write_bw -d mlx5_ib0 -p 18515 -F '
+            '-s 1048576 --report_gbits --perform_warm_up -q 2\n') in pairs
+    assert 'use_cuda' not in pairs
+    assert 'bw_avg_mlx5_ib0: None Gb/s (r:390.0, l:0.0, u:None)' in stdout
+    latency = (stages[('PerftestPair', '%benchmark=ib_send_lat')]
+               / 'perftest_hcas.sh').read_text()
+    assert 'pair mlx5_ib0 18515 ib_send_lat -d mlx5_ib0 -p 18515 -F\n' \
+        in latency
+
+
+def test_perftest_every_hca_of_hbv5(tmp_path):
+    stages, _ = dry_run(tmp_path, 'azure:hbv5', '-n', 'PerftestPair',
+                        '-S', 'all_sizes=true', '-S', 'bidirectional=true')
+    pairs = (stages[('PerftestPair', '%benchmark=ib_send_bw')]
+             / 'perftest_hcas.sh').read_text()
+    assert [line.split()[1] for line in pairs.splitlines()
+            if line.startswith('pair ')] == [f'mlx5_ib{i}' for i in range(4)]
+    assert ('ib_send_bw -d mlx5_ib3 -p 18518 -F -a --report_gbits '
+            '--perform_warm_up -q 2 -b\n') in pairs
+
+
+def test_pair_script_is_valid_bash(ndv5):
+    stages, _ = ndv5
+    for (name, _), stage in stages.items():
+        if name.startswith('Perftest'):
+            subprocess.run(['bash', '-n', str(stage / 'perftest_hcas.sh')],
+                           check=True)
+
+
+# -- perftest: pure helpers --------------------------------------------------
+
+def test_size_labels():
+    assert perftest_check.size_label(8388608) == '8M'
+    assert perftest_check.size_label(1048576) == '1M'
+    assert perftest_check.size_label(65536) == '64K'
+    assert perftest_check.size_label(2) == '2'
+
+
+def test_per_hca_result_names_the_bad_hca():
+    good = perftest_parser.parse(
+        (DATA / 'perftest' / 'ib_write_bw_ndr-cx7-b2b-gbits.out').read_text())
+    cut = perftest_parser.parse('\n'.join(
+        (DATA / 'perftest' / 'ib_write_bw_ndr-cx7-b2b-gbits.out')
+        .read_text().splitlines()[:16]))
+    combined = perftest_check.per_hca_result({'mlx5_ib0': good,
+                                              'mlx5_ib1': cut})
+    assert not combined.ok
+    assert combined.reason.startswith('mlx5_ib1: no result table')
+    assert combined.value('bw_avg_mlx5_ib0') == 392.34
+    assert 'bw_avg_mlx5_ib1' not in combined.metrics
+    both = perftest_check.per_hca_result({'mlx5_ib0': good, 'mlx5_ib1': good})
+    assert both.ok and both.value('bw_peak_mlx5_ib1') == 392.38
+
+
+def test_job_note():
+    assert perftest_check.job_note(
+        'x\nclusterproof: the mlx5_ib2 server on n1 did not listen\n') == \
+        'the mlx5_ib2 server on n1 did not listen'
+    assert perftest_check.job_note('Couldn\'t connect to n1:18515') is None
+
+
+# -- real runs on the sandbox Slurm, with replay stand-ins -------------------
+
+OVERLAY = '''\
+"""Test overlay: the sandbox's CPU-only ndv5 nodes get {gpus} pretend GPUs and
+two pretend HCAs, hbv4 one HCA, so that the GPU and perftest checks select
+them; everything else is config/config.py."""
+import copy
+
+from config.config import site_configuration as _base
+from config.systems.azure_skus import SKUS
+
+site_configuration = copy.deepcopy(_base)
+for _system in site_configuration['systems']:
+    if _system['name'] != 'sandbox':
+        continue
+    for _part in _system['partitions']:
+        if _part['name'] == 'ndv5':
+            _part['features'] = ['gpu']
+            _part['extras'].update(
+                gpus_per_node={gpus}, ib_hcas=['mlx5_ib0', 'mlx5_ib1'],
+                nccl_env=dict(SKUS['ndv5']['extras']['nccl_env']))
+        elif _part['name'] == 'hbv4':
+            _part['extras'].update(ib_hcas=['mlx5_ib0'])
+'''
+
+
+def overlay_config(tmp_path, gpus):
+    path = tmp_path / f'sandbox_gpus{gpus}.py'
+    path.write_text(OVERLAY.format(gpus=gpus))
+    return path
+
+
+def free_port_base(count=4):
+    """A base port with `count` free ports after it: test runs sharing this
+    host must not meet each other's perftest servers."""
+    import socket
+    while True:
+        with socket.socket() as probe:
+            probe.bind(('', 0))
+            base = probe.getsockname()[1]
+        if base + count >= 65536:
+            continue
+        try:
+            sockets = [socket.create_server(('', base + i))
+                       for i in range(count)]
+        except OSError:
+            continue
+        for sock in sockets:
+            sock.close()
+        return base
+
+
+def run_on_sandbox(tmp_path, slurm_sandbox, partition, gpus, *args, **env):
+    if any('perftest' in arg for arg in args):
+        args = (*args, '-S', f'base_port={free_port_base()}')
+    environ = clean_env(tmp_path, **env)
+    environ.update(slurm_sandbox.env)
+    environ['PATH'] = f'{STANDINS}{os.pathsep}{os.environ["PATH"]}'
+    environ['PYTHONPATH'] = str(REPO)  # the overlay imports config.config
+    # the overlay replaces config/config.py (which it imports)
+    argv = [str(Path(sys.executable).parent / 'reframe'),
+            '-C', str(overlay_config(tmp_path, gpus)),
+            '--system', f'sandbox:{partition}', *args, '-r',
+            '--prefix', str(tmp_path / 'rfm')]
+    result = subprocess.run(argv, env=environ, cwd=str(REPO),
+                            capture_output=True, text=True, timeout=600)
+    return result, ANSI.sub('', result.stdout + result.stderr)
+
+
+def perf_values(output):
+    return {m[1]: float(m[2])
+            for m in re.finditer(r'P: (\w+): ([\d.]+) ', output)}
+
+
+GB10 = str(DATA / 'nccl-tests' /
+           'all_gather_gb10-dgxspark-2node-v2.18.3-1G-4G.out')
+
+
+def test_nccl_single_node_on_sandbox(tmp_path, slurm_sandbox):
+    # 2 pretend GPUs -> 2 ranks; the GB10 sample has exactly 2 ranks
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 2,
+        '-c', 'checks/gpu/nccl.py', '-n', 'NcclSingleNode',
+        CLUSTERPROOF_REPLAY_NCCL=GB10)
+    assert result.returncode != 0, output
+    assert 'Ran 5/5 test case(s)' in output and '1 failure(s)' in output
+    # all_reduce meets the ND H100 v5 floor, which a GB10 replay cannot
+    assert ('failed to meet reference(s): busbw=22.14 GB/s, expected 460.0'
+            in output)
+    assert output.count('P: avg_busbw: 21.4033 GB/s') == 5
+    assert output.count('P: busbw_inplace: 22.46 GB/s') == 5
+    assert output.count('P: latency_small: 27211.0 us') == 5
+    script = next((tmp_path / 'rfm').rglob('rfm_job.sh')).read_text()
+    assert '#SBATCH --ntasks=2' in script
+    assert 'export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml' in script
+
+
+def test_nccl_multi_node_on_sandbox(tmp_path, slurm_sandbox):
+    # 2 nodes x 1 pretend GPU: the GB10 sample's own layout
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 1,
+        '-c', 'checks/gpu/nccl.py',
+        '-n', 'NcclMultiNode%collective=all_gather',
+        CLUSTERPROOF_REPLAY_NCCL=GB10)
+    assert result.returncode == 0, output
+    assert perf_values(output)['busbw'] == 22.14
+
+
+def test_nccl_fewer_ranks_than_asked_fails(tmp_path, slurm_sandbox):
+    # 2 nodes x 2 pretend GPUs = 4 ranks asked; the replay shows 2
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 2,
+        '-c', 'checks/gpu/nccl.py', '-n', 'NcclMultiNode%collective=sendrecv',
+        CLUSTERPROOF_REPLAY_NCCL=GB10)
+    assert result.returncode != 0
+    assert 'sanity error: ran on 2 ranks, expected 4' in output
+
+
+def test_perftest_pair_per_hca_on_sandbox(tmp_path, slurm_sandbox):
+    slow = str(DATA / 'perftest' / 'ib_read_bw_a-mlx4-fdr-MBsec.out')
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 2,
+        '-c', 'checks/network/perftest.py',
+        '-n', 'PerftestPair%benchmark=ib_write_bw',
+        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB1=slow)
+    assert result.returncode == 0, output  # no two-node figure for H100 v5
+    values = perf_values(output)
+    assert values['bw_avg_mlx5_ib0'] == 392.34
+    assert values['bw_avg_mlx5_ib1'] == 30.7563  # 3666.44 MiB/s
+    stage = next((tmp_path / 'rfm').rglob('perftest_hcas.sh')).parent
+    assert '--use_cuda=1' in (stage / 'perftest_hcas.sh').read_text()
+    # each server ran on the first node and was reached by its client
+    assert 'Waiting for client to connect' in \
+        (stage / 'mlx5_ib1.server.out').read_text()
+
+
+def test_perftest_loopback_names_the_slow_hca(tmp_path, slurm_sandbox):
+    slow = str(DATA / 'perftest' / 'ib_read_bw_a-mlx4-fdr-MBsec.out')
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'hbv4', 2,
+        '-c', 'checks/network/perftest.py', '-S', 'hcas=mlx5_ib0,mlx5_ib1',
+        '-n', 'PerftestLoopback%benchmark=ib_write_bw',
+        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB1=slow)
+    assert result.returncode != 0
+    # HB176rs_v4 floor 390 Gb/s: only mlx5_ib1 misses it
+    assert ('failed to meet reference(s): bw_avg_mlx5_ib1=30.7563 Gb/s, '
+            'expected 390.0') in output
+    assert 'bw_avg_mlx5_ib0=' not in output.split('failed to meet')[-1]
+
+
+def test_perftest_latency_loopback_on_sandbox(tmp_path, slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'hbv4', 2,
+        '-c', 'checks/network/perftest.py',
+        '-n', 'PerftestLoopback%benchmark=ib_send_lat')
+    assert result.returncode == 0, output
+    values = perf_values(output)
+    assert values['lat_typical_mlx5_ib0'] == 1.47
+    assert values['lat_p99_mlx5_ib0'] == 1.57
+
+
+def _standin_processes(marker):
+    """Stand-in processes still alive from the run whose environment holds
+    CLUSTERPROOF_STANDIN_RUN=marker (other test runs may share the host)."""
+    found = []
+    for environ in Path('/proc').glob('[0-9]*/environ'):
+        try:
+            variables = environ.read_bytes().split(b'\0')
+        except OSError:
+            continue
+        if f'CLUSTERPROOF_STANDIN_RUN={marker}'.encode() in variables:
+            found.append(environ.parent.name)
+    return found
+
+
+def test_leftover_detection_sees_marked_processes(tmp_path):
+    sleeper = subprocess.Popen(
+        ['sleep', '30'], env={**os.environ,
+                              'CLUSTERPROOF_STANDIN_RUN': str(tmp_path)})
+    try:
+        assert _standin_processes(str(tmp_path)) == [str(sleeper.pid)]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_perftest_hca_missing_on_client_node(tmp_path, slurm_sandbox):
+    # sb-n2 has only mlx5_ib0: the mlx5_ib1 client fails, its server (on
+    # sb-n1, waiting for a client that never comes) must be stopped
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 2,
+        '-c', 'checks/network/perftest.py',
+        '-S', 'pair_timeout=60',
+        '-n', 'PerftestPair%benchmark=ib_write_bw',
+        CLUSTERPROOF_STANDIN_HCAS_SB_N2='mlx5_ib0',
+        CLUSTERPROOF_STANDIN_RUN=str(tmp_path))
+    assert result.returncode != 0
+    assert ('sanity error: mlx5_ib1: perftest failed: IB device mlx5_ib1 '
+            'not found') in output
+    assert _standin_processes(str(tmp_path)) == []
+
+
+def test_perftest_server_that_never_listens(tmp_path, slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 2,
+        '-c', 'checks/network/perftest.py',
+        '-S', 'hcas=mlx5_ib0,mlx5_ib9',
+        '-n', 'PerftestPair%benchmark=ib_send_bw',
+        CLUSTERPROOF_STANDIN_HCAS='mlx5_ib0,mlx5_ib1',
+        CLUSTERPROOF_STANDIN_RUN=str(tmp_path))
+    assert result.returncode != 0
+    assert re.search(r'mlx5_ib9: the mlx5_ib9 server on sb-n1 did not '
+                     r'listen on port \d+: IB device mlx5_ib9 not found',
+                     output)
+    assert _standin_processes(str(tmp_path)) == []
+
+
+def test_standins_say_what_they_are():
+    for name in ('all_reduce_perf', 'ib_write_bw'):
+        text = (STANDINS / name).read_text()
+        assert 'Replay stand-in' in text and 'Nothing is measured' in text
+    for name in ('all_gather_perf', 'reduce_scatter_perf', 'alltoall_perf',
+                 'sendrecv_perf'):
+        assert os.path.realpath(STANDINS / name) == \
+            os.path.realpath(STANDINS / 'all_reduce_perf')
+    proc = subprocess.run([str(STANDINS / 'alltoall_perf')],
+                          capture_output=True, text=True,
+                          env={**os.environ, 'SLURM_PROCID': '0'})
+    assert 'stand-in' in proc.stderr
+    assert nccl_parser.parse(proc.stdout).ok
