@@ -87,12 +87,12 @@ def cluster_name(system: str | None) -> str | None:
 
 
 def perf_result(result, ref, lower, upper) -> str | None:
-    """ReFrame says 'pass' for a value with no reference; say so instead."""
-    if result is None:
-        return None
-    if not ref and lower is None and upper is None:
-        return 'no_reference'
-    return result
+    """ReFrame says 'pass' for any value without thresholds; say instead
+    that nothing is published ('no_reference') or that the published value
+    is shown for information only, without a verdict ('informational')."""
+    if result is None or lower is not None or upper is not None:
+        return result
+    return 'informational' if ref else 'no_reference'
 
 
 def _check_facts(check) -> dict:

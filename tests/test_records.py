@@ -125,3 +125,17 @@ def test_ingestion_url_follows_the_api(monkeypatch):
         'https://dce-x.eastus-1.ingest.monitor.azure.com/dataCollectionRules/'
         'dcr-abc/streams/Custom-ReFrameResults_CL?api-version=2023-01-01')
     assert config['authorization_header'] is azure_logs.bearer_header
+
+
+def test_a_published_value_without_thresholds_is_informational():
+    row = records.row_from_log_record(perf_record(
+        check_perf_ref=6600000, check_perf_lower_thres=None,
+        check_perf_upper_thres=None, check_perf_result='pass'), 's')
+    assert row['check_perf_result'] == 'informational'
+
+
+def test_a_failed_verdict_is_kept():
+    row = records.row_from_log_record(perf_record(
+        check_perf_ref=665500, check_perf_lower_thres=0.0,
+        check_perf_upper_thres=None, check_perf_result='fail'), 's')
+    assert row['check_perf_result'] == 'fail'
