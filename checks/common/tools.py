@@ -15,7 +15,8 @@ def guard_command(binary: str, hint: str) -> str:
     message = shlex.quote(f'{GUARD_PREFIX}{binary} not found on node ')
     advice = shlex.quote(f': {hint}' if hint else '')
     return (f'command -v {shlex.quote(binary)} >/dev/null 2>&1 || '
-            f'{{ echo {message}"$(hostname)"{advice} >&2; exit 127; }}')
+            f'{{ echo {message}"${{SLURMD_NODENAME:-$(hostname)}}"{advice} '
+            f'>&2; exit 127; }}')
 
 
 class ExternalTool(rfm.RegressionTestPlugin):

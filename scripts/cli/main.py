@@ -29,4 +29,9 @@ def main(argv=None) -> int:
     if not getattr(args, 'func', None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # `clusterproof ... | head`: the reader left; not an error of ours.
+        sys.stderr.close()
+        return 141

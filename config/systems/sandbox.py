@@ -1,0 +1,70 @@
+"""The two-node Slurm sandbox of `scripts/clusterproof sandbox start`.
+
+Never picked by hostname: select it with ``--system sandbox`` (or RFM_SYSTEM)
+after ``source <sandbox dir>/env``. Partitions mirror the sandbox's Slurm
+partitions, named like the Azure SKU families they stand in for; both hold the
+same two CPU-only nodes (sb-n1, sb-n2, 2 cores each) on this one host.
+``hbv4-squeue`` is the same Slurm partition polled with squeue instead of sacct.
+"""
+import os
+
+# Same default as scripts/cli/sandbox.py; `source <dir>/env` exports the variable.
+SANDBOX_DIR = os.environ.get('CLUSTERPROOF_SANDBOX_DIR') or os.path.join(
+    os.environ.get('TMPDIR') or '/tmp', 'clusterproof-sandbox')
+
+# Jobs run as root and both nodes are one host: Open MPI must accept root and
+# use TCP over loopback. The sandbox's TaskProlog sets the same variables for
+# every task; declaring them here keeps ReFrame's job scripts self-explaining.
+OPEN_MPI_ENV = [
+    ['OMPI_ALLOW_RUN_AS_ROOT', '1'],
+    ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
+    ['OMPI_MCA_pml', 'ob1'],
+    ['OMPI_MCA_btl', 'self,vader,tcp'],
+    ['OMPI_MCA_btl_tcp_if_include', 'lo'],
+    ['OMPI_MCA_oob_tcp_if_include', 'lo'],
+    ['OMPI_MCA_btl_vader_single_copy_mechanism', 'none'],
+]
+
+CORES_PER_NODE = 2  # what scripts/cli/sandbox.py declares for each node
+MEMORY_GIB = 1      # its RealMemory (1024 MB)
+
+
+def _partition(name, slurm_partition, scheduler, vm_sku, descr):
+    return {
+        'name': name,
+        'descr': descr,
+        'scheduler': scheduler,
+        'launcher': 'srun',
+        'access': [f'--partition={slurm_partition}'],
+        'environs': ['builtin', 'openmpi'],
+        'max_jobs': 4,
+        'processor': {'num_cpus': CORES_PER_NODE},
+        'env_vars': [list(pair) for pair in OPEN_MPI_ENV],
+        'features': ['cpu'],
+        'extras': {
+            'vm_sku': vm_sku,
+            'cores_per_node': CORES_PER_NODE,
+            'memory_gib': MEMORY_GIB,
+            'shared_fs': os.path.join(SANDBOX_DIR, 'shared'),
+            'local_nvme': os.path.join(SANDBOX_DIR, 'local'),
+            # MpiDefault=pmix already; stated so job scripts match Azure's.
+            'launcher_options': ['--mpi=pmix'],
+        },
+    }
+
+
+system = {
+    'name': 'sandbox',
+    'descr': 'Local two-node Slurm sandbox (scripts/clusterproof sandbox)',
+    'hostnames': ['^clusterproof-sandbox$'],
+    'modules_system': 'nomod',
+    'partitions': [
+        _partition('hbv4', 'hbv4', 'slurm', 'Standard_HB176rs_v4',
+                   'Sandbox partition hbv4 (accounting: sacct)'),
+        _partition('hbv4-squeue', 'hbv4', 'squeue', 'Standard_HB176rs_v4',
+                   'Sandbox partition hbv4 polled with squeue'),
+        # CPU-only nodes standing in for ND H100 v5: no GPU, no InfiniBand.
+        _partition('ndv5', 'ndv5', 'slurm', 'Standard_ND96isr_H100_v5',
+                   'Sandbox partition ndv5 (CPU-only stand-in)'),
+    ],
+}

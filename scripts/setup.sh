@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Set up clusterproof in this checkout.
+#
+#   bash scripts/setup.sh          .venv with requirements.txt and, as root on
+#                                  Debian/Ubuntu, the benchmarks the distribution
+#                                  ships (Open MPI, hpcc), so that they run for real
+#   bash scripts/setup.sh --test   also the packages the tests need (Slurm sandbox)
+#
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# Slurm (+ slurmdbd on MariaDB for sacct), munge, Open MPI with PMIx, hpcc.
+# Slurm's mpi/pmix plugin (slurm-wlm-basic-plugins) dlopens the unversioned
+# libpmix.so, which only libpmix-dev ships.
+TEST_PACKAGES=(
+    slurmctld slurmd slurm-client slurmdbd slurm-wlm-basic-plugins
+    slurm-wlm-mysql-plugin munge mariadb-server
+    openmpi-bin libopenmpi-dev libpmix-dev gcc hpcc openssl
+)
+
+# Benchmarks Debian/Ubuntu ship: the suite runs them for real on this machine.
+RUN_PACKAGES=(openmpi-bin hpcc)
+
+want_tests=0
+case "${1:-}" in
+    --test) want_tests=1 ;;
+    '') ;;
+    *) echo "usage: bash scripts/setup.sh [--test]" >&2; exit 2 ;;
+esac
+
+say() { echo "setup: $*"; }
+
+missing_packages() {
+    local pkg
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}\n' "$pkg" 2>/dev/null | grep -q '^install ok installed$' \
+            || echo "$pkg"
+    done
+}
+
+apt_install() {
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+        echo "setup: needs root and apt-get to install: $*" >&2
+        echo "setup: run as root, or install them yourself: apt-get install -y $*" >&2
+        exit 2
+    fi
+    say "apt-get install $*"
+    # Install only: keep the distribution's services (munge, MariaDB, Slurm) from
+    # starting; the sandbox runs its own copies under its state directory.
+    local policy=/usr/sbin/policy-rc.d added_policy=0
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 755 "$policy" && added_policy=1
+    fi
+    local status=0 log
+    log=$(mktemp)
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "$@"; } >"$log" 2>&1 || status=$?
+    if [ "$added_policy" -eq 1 ]; then rm -f "$policy"; fi
+    if [ "$status" -ne 0 ]; then
+        tail -n 30 "$log" >&2
+        echo "setup: apt-get failed ($status)" >&2
+        rm -f "$log"
+        exit "$status"
+    fi
+    rm -f "$log"
+}
+
+if [ "$want_tests" -eq 1 ]; then
+    mapfile -t missing < <(missing_packages "${TEST_PACKAGES[@]}")
+    if [ "${#missing[@]}" -eq 0 ]; then
+        say "test packages already installed"
+    else
+        apt_install "${missing[@]}"
+    fi
+elif command -v dpkg-query >/dev/null; then
+    mapfile -t missing < <(missing_packages "${RUN_PACKAGES[@]}")
+    if [ "${#missing[@]}" -eq 0 ]; then
+        say "benchmark packages already installed"
+    elif [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+        apt_install "${missing[@]}"
+    else
+        say "not root: checks needing ${missing[*]} will be skipped" \
+            "(apt-get install ${missing[*]} to run them)"
+    fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    say "creating .venv"
+    if ! python3 -m venv .venv >/dev/null 2>&1; then
+        # Debian splits venv (ensurepip) out of python3.
+        rm -rf .venv
+        apt_install python3-venv
+        python3 -m venv .venv
+    fi
+fi
+
+# Reinstall only when requirements.txt changed since the last successful install.
+stamp=.venv/.requirements.sha256
+wanted=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
+    say ".venv already has requirements.txt"
+else
+    say "installing requirements.txt into .venv"
+    .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+    echo "$wanted" > "$stamp"
+fi
+say "done; activate with: source .venv/bin/activate"
