@@ -9,10 +9,9 @@ CLUSTERPROOF_AZURE_PARTITIONS restricts and maps partitions, e.g.
 ``hbv4=hpc,ndv5=gpu`` (ReFrame name = Slurm partition); by default every SKU
 family is declared with a Slurm partition of the same name.
 """
-import copy
 import os
 
-from .azure_skus import SKUS
+from .azure_skus import SKUS, sku_partition
 from .modules import modules_system
 
 LAUNCHER_OPTIONS = ['--mpi=pmix']
@@ -33,39 +32,11 @@ def _selected_partitions():
     return chosen
 
 
-def _shared_fs():
-    return os.environ.get('CLUSTERPROOF_SHARED_FS', '/shared/scratch')
-
-
 def _partition(name, slurm_name, scheduler):
-    sku = SKUS[name]
-    extras = copy.deepcopy(sku['extras'])
-    extras.setdefault('shared_fs', _shared_fs())
-    extras.setdefault('local_nvme', '/mnt/nvme')
-    extras['launcher_options'] = list(LAUNCHER_OPTIONS)
-    partition = {
-        'name': name,
-        'descr': sku['descr'],
-        'scheduler': scheduler,
-        'launcher': 'srun',
-        'access': [f'--partition={slurm_name}', '--exclusive'],
-        'environs': ['hpcx', 'builtin'],
-        'max_jobs': 16,
-        'processor': {'num_cpus': extras['cores_per_node']},
-        'extras': extras,
-    }
-    if sku.get('gpus'):
-        partition['devices'] = [{'type': 'gpu', 'arch': sku['gpu_arch'],
-                                 'num_devices': sku['gpus']}]
-        # ReFrame maps a test's num_gpus_per_node to this resource name.
-        partition['resources'] = [
-            {'name': '_rfm_gpu',
-             'options': ['--gres=gpu:{num_gpus_per_node}']}
-        ]
-        partition['features'] = ['gpu']
-    else:
-        partition['features'] = ['cpu']
-    return partition
+    return sku_partition(
+        name, scheduler=scheduler, launcher='srun',
+        access=[f'--partition={slurm_name}', '--exclusive'], max_jobs=16,
+        extra_extras={'launcher_options': list(LAUNCHER_OPTIONS)})
 
 
 def _hostnames():

@@ -1,8 +1,11 @@
-"""Facts about the Azure VM SKUs the suite targets, as partition extras.
+"""Facts about the Azure VM SKUs the suite targets, as partition extras,
+and the ReFrame partition of one SKU family.
 
 Only layout facts live here (cores, GPUs, HCAs, image paths); reference
 values live in checks/references/*.yaml with their sources.
 """
+import copy
+import os
 
 # Topology files shipped by the Azure HPC images in /opt/microsoft/
 _NDV4_TOPO = '/opt/microsoft/ndv4-topo.xml'
@@ -94,3 +97,38 @@ SKUS = {
                    'ib_hcas': _hcas(4), 'nccl_env': _nccl_env()},
     },
 }
+
+
+def sku_partition(name, *, scheduler, launcher, access, max_jobs,
+                  extra_extras=None, descr_suffix=''):
+    """A ReFrame partition of the SKU family ``name``: its extras (with the
+    site's shared filesystem and local NVMe), CPUs, and GPUs as devices and
+    a gres resource where it has some."""
+    sku = SKUS[name]
+    extras = copy.deepcopy(sku['extras'])
+    extras.setdefault('shared_fs', os.environ.get('CLUSTERPROOF_SHARED_FS',
+                                                  '/shared/scratch'))
+    extras.setdefault('local_nvme', '/mnt/nvme')
+    extras.update(extra_extras or {})
+    partition = {
+        'name': name,
+        'descr': sku['descr'] + descr_suffix,
+        'scheduler': scheduler,
+        'launcher': launcher,
+        'access': access,
+        'environs': ['hpcx', 'builtin'],
+        'max_jobs': max_jobs,
+        'processor': {'num_cpus': extras['cores_per_node']},
+        'extras': extras,
+        'features': ['cpu'],
+    }
+    if sku.get('gpus'):
+        partition['features'] = ['gpu']
+        partition['devices'] = [{'type': 'gpu', 'arch': sku['gpu_arch'],
+                                 'num_devices': sku['gpus']}]
+        # ReFrame maps a test's num_gpus_per_node to this resource name.
+        partition['resources'] = [
+            {'name': '_rfm_gpu',
+             'options': ['--gres=gpu:{num_gpus_per_node}']}
+        ]
+    return partition

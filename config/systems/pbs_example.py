@@ -4,29 +4,14 @@ Slurm: same checks, same partitions' extras, another scheduler.
 Copy and adapt: queue names, hostnames and the MPI environment are the
 site's. Selected with ``--system pbs-example``.
 """
-import copy
-
-from .azure_skus import SKUS
+from .azure_skus import sku_partition
 from .modules import modules_system
 
 
 def _queue(name):
-    sku = SKUS[name]
-    extras = copy.deepcopy(sku['extras'])
-    extras.setdefault('shared_fs', '/shared/scratch')
-    extras.setdefault('local_nvme', '/mnt/nvme')
-    return {
-        'name': name,
-        'descr': sku['descr'] + ' (PBS queue)',
-        'scheduler': 'pbs',
-        'launcher': 'mpirun',
-        'access': [f'-q {name}', '-l place=excl'],
-        'environs': ['hpcx', 'builtin'],
-        'max_jobs': 8,
-        'processor': {'num_cpus': extras['cores_per_node']},
-        'extras': extras,
-        'features': ['cpu'],
-    }
+    return sku_partition(name, scheduler='pbs', launcher='mpirun',
+                         access=[f'-q {name}', '-l place=excl'], max_jobs=8,
+                         descr_suffix=' (PBS queue)')
 
 
 system = {
