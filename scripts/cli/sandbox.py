@@ -7,7 +7,6 @@ Accounting (slurmdbd on a private MariaDB) is on because ReFrame's `slurm` sched
 polls sacct. The two nodes are two slurmd processes (`slurmd -N`) on this one host.
 """
 
-import ipaddress
 import json
 import os
 import shlex
@@ -206,8 +205,7 @@ SlurmdUser=root
 AuthType=auth/munge
 AuthInfo=socket={layout.munge_socket}
 CredType=cred/munge
-CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
-StateSaveLocation={layout.state}
+{_bind_parameters('NoCtldInAddrAny', 'NoInAddrAny')}StateSaveLocation={layout.state}
 SlurmdSpoolDir={layout.spool}/%n
 SlurmctldPidFile={layout.pid_file('slurmctld')}
 SlurmdPidFile={layout.run}/slurmd-%n.pid
@@ -243,17 +241,27 @@ SlurmdTimeout=120
 """
 
 
-def _hostname_is_loopback():
+def _hostname_is_127_0_0_1():
+    """Whether this host's name resolves to the address the sandbox's clients
+    use. Only then can the daemons bind to their host name's address (and so
+    stay on loopback): elsewhere (no /etc/hosts entry, 127.0.1.1, a container
+    IP) that binding would miss 127.0.0.1 or fail, so they bind to any address
+    on their own ports, guarded by the sandbox's munge key."""
     try:
-        return ipaddress.ip_address(socket.gethostbyname(socket.gethostname())).is_loopback
-    except (OSError, ValueError):
+        return socket.gethostbyname(socket.gethostname()) == '127.0.0.1'
+    except OSError:
         return False
 
 
+def _bind_parameters(*names):
+    if not _hostname_is_127_0_0_1():
+        return ''
+    return f"CommunicationParameters={','.join(names)}\n"
+
+
 def _slurmdbd_conf(layout, ports, db_password):
-    # slurmdbd has no bind address: NoInAddrAny makes it bind to the address of this
-    # host's name, which keeps it on loopback only where that name is loopback.
-    bind = 'CommunicationParameters=NoInAddrAny\n' if _hostname_is_loopback() else ''
+    # slurmdbd has no bind address option; see _hostname_is_127_0_0_1.
+    bind = _bind_parameters('NoInAddrAny')
     return f"""\
 # Written by `clusterproof sandbox start`.
 {bind}AuthType=auth/munge
