@@ -30,6 +30,10 @@ class ExternalTool(rfm.RegressionTestPlugin):
     #: starts the tool itself.
     tool_is_executable = variable(bool, value=True)
 
+    #: True where the job script itself makes the tool available (e.g. it
+    #: loads a Spack build): then only the job can tell whether it is there.
+    tool_loaded_by_job = variable(bool, value=False)
+
     def tool_missing_message(self) -> str:
         where = 'on PATH' if '/' not in self.tool_binary else 'at that path'
         hint = f'; {self.tool_hint}' if self.tool_hint else ''
@@ -40,7 +44,8 @@ class ExternalTool(rfm.RegressionTestPlugin):
     def _locate_tool(self):
         if self.tool_is_executable:
             self.executable = self.tool_binary
-        if self.current_partition.scheduler.registered_name == 'local':
+        local = self.current_partition.scheduler.registered_name == 'local'
+        if local and not self.tool_loaded_by_job:
             self.skip_if(shutil.which(self.tool_binary) is None,
                          self.tool_missing_message())
         else:

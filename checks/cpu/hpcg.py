@@ -7,6 +7,7 @@ HPCG-Benchmark-3.0_*.yaml (3.0). An INVALID report fails the test.
 import reframe as rfm
 
 from ..common.benchmark import BenchmarkTest
+from ..common.spack import FromSpack, SpackHpcg
 from ..common.layout import NodeLayout
 
 HINT = ('Spack: spack install hpcg +openmp, then spack load hpcg (binary '
@@ -60,3 +61,10 @@ class HpcgCheck(BenchmarkTest, NodeLayout):
         # (it then runs in QuickPath mode), so say it on the command line too.
         self.executable_opts = [f'--nx={self.nx}', f'--ny={self.ny}',
                                 f'--nz={self.nz}', f'--rt={self.runtime}']
+
+
+@rfm.simple_test
+class HpcgSpackCheck(HpcgCheck, FromSpack):
+    descr = 'HPCG built with Spack (ReFrame Spack build system)'
+    tags = {'cpu'}
+    spack_build = fixture(SpackHpcg, scope='environment')

@@ -10,6 +10,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 
 from ..common.benchmark import BenchmarkTest
+from ..common.spack import FromSpack, SpackHpl
 from ..common.layout import NodeLayout
 from ..common.parsed_output import GUARD_PREFIX
 from . import hpl_input
@@ -83,3 +84,10 @@ class HplCheck(BenchmarkTest, NodeLayout):
         total = peak * self.num_nodes
         self.perf_variables['efficiency'] = sn.make_performance_function(
             self.parsed_metric('gflops') * 100.0 / total, '%')
+
+
+@rfm.simple_test
+class HplSpackCheck(HplCheck, FromSpack):
+    descr = 'HPL built with Spack (ReFrame Spack build system)'
+    tags = {'cpu'}
+    spack_build = fixture(SpackHpl, scope='environment')

@@ -12,6 +12,7 @@ import reframe as rfm
 from reframe.core.backends import getlauncher
 
 from ..common.benchmark import BenchmarkTest
+from ..common.spack import FromSpack, SpackStream
 from ..common.layout import NodeLayout
 from ..common.references import short_sku
 
@@ -145,3 +146,10 @@ class StreamMpiCheck(StreamBase, NodeLayout):
         if self.num_nodes != 1:
             # The SKU references are per node; an aggregate has none.
             self.reference_family = ''
+
+
+@rfm.simple_test
+class StreamSpackCheck(StreamCheck, FromSpack):
+    descr = 'STREAM (OpenMP) built with Spack (ReFrame Spack build system)'
+    tags = {'cpu'}
+    spack_build = fixture(SpackStream, scope='environment')

@@ -15,6 +15,7 @@ import reframe.utility.typecheck as typ
 
 from .. import parsers
 from ..common.benchmark import BenchmarkTest
+from ..common.spack import FromSpack, SpackOsu
 from ..common.layout import NodeLayout
 from ..parsers import osu
 
@@ -127,3 +128,11 @@ class OsuCollective(OsuBase):
     tags = {'network', 'acceptance'}
 
     default_max_size = COLLECTIVE_MAX_SIZE
+
+
+@rfm.simple_test
+class OsuPointToPointSpack(OsuPointToPoint, FromSpack):
+    descr = 'OSU point-to-point, built with Spack (host buffers)'
+    buffer = parameter(['cpu'], inherit_params=False)
+    tags = {'network'}
+    spack_build = fixture(SpackOsu, scope='environment')

@@ -6,6 +6,7 @@ import reframe.utility.typecheck as typ
 
 from ..common.benchmark import BenchmarkTest
 from ..common.layout import NodeLayout
+from ..common.spack import FromSpack, SpackIor
 
 
 class IorBase(BenchmarkTest, NodeLayout):
@@ -63,3 +64,10 @@ class IorBase(BenchmarkTest, NodeLayout):
 class IorCheck(IorBase):
     descr = 'IOR write/read bandwidth on the shared filesystem'
     tags = {'storage', 'daily', 'acceptance'}
+
+
+@rfm.simple_test
+class IorSpackCheck(IorBase, FromSpack):
+    descr = 'IOR built with Spack (ReFrame Spack build system)'
+    tags = {'storage'}
+    spack_build = fixture(SpackIor, scope='environment')
