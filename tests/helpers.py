@@ -36,7 +36,8 @@ def suite_env(home: Path, extra: dict | None = None) -> dict:
     """This process's environment without anything that would send results
     to Azure or pick a system, and with its own CLUSTERPROOF_HOME."""
     import os
-    drop = ('RFM_', 'DATA_COLLECTION', 'LOGS_DCR', 'IDENTITY_')
+    drop = ('RFM_', 'DATA_COLLECTION', 'LOGS_DCR', 'IDENTITY_',
+            'CLUSTERPROOF_REPLAY', 'CLUSTERPROOF_STANDIN')
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env['CLUSTERPROOF_HOME'] = str(home)
     env.update(extra or {})

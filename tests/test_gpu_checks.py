@@ -20,7 +20,7 @@ import pytest
 from checks.network import perftest as perftest_check
 from checks.parsers import perftest as perftest_parser
 from checks.parsers import nccl as nccl_parser
-from tests.helpers import DATA, REPO, STANDINS, run_reframe
+from tests.helpers import DATA, REPO, STANDINS, run_reframe, suite_env
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 DRY_LINE = re.compile(
@@ -28,12 +28,7 @@ DRY_LINE = re.compile(
 
 
 def clean_env(tmp_path, **extra):
-    dropped = ('RFM_', 'DATA_COLLECTION', 'LOGS_DCR', 'CLUSTERPROOF_REPLAY',
-               'CLUSTERPROOF_STANDIN')
-    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
-    env['CLUSTERPROOF_HOME'] = str(tmp_path / 'home')
-    env.update(extra)
-    return env
+    return suite_env(tmp_path / 'home', extra)
 
 
 def dry_run(tmp_path, system, *args):
