@@ -109,13 +109,32 @@ def _check_facts(check) -> dict:
         params[name] = getattr(check, name, None)
     facts['check_params'] = params
     facts['reference_sources'] = getattr(check, 'reference_sources', {})
+    facts['metric_devices'] = getattr(check, 'metric_devices', {})
+    facts['metric_peaks'] = getattr(check, 'metric_peaks', {})
+    facts['peak_sources'] = getattr(check, 'peak_sources', {})
     return facts
+
+
+def split_device(var: str | None, devices: dict) -> tuple[str | None, str | None]:
+    """('bw_avg_mlx5_ib0', {'bw_avg_mlx5_ib0': 'mlx5_ib0'}) ->
+    ('bw_avg', 'mlx5_ib0'): one row is one metric on one device."""
+    device = devices.get(var) if var else None
+    if not device:
+        return var, None
+    suffix = f'_{device}'
+    metric = var[:-len(suffix)] if var.endswith(suffix) else var
+    return metric, device
 
 
 def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     var = attrs.get('check_perf_var')
+    metric, device = split_device(var, facts.get('metric_devices', {}))
     values = {key: attrs.get(key) for key in column_names()}
     values.update({
+        'check_perf_var': metric,
+        'device': device,
+        'check_perf_peak': facts.get('metric_peaks', {}).get(metric),
+        'peak_source': facts.get('peak_sources', {}).get(metric),
         'TimeGenerated': now_iso(),
         'record_id': str(uuid.uuid4()),
         'session_id': session_id,
@@ -187,7 +206,10 @@ def row_from_log_record(record, session_id: str) -> dict:
     var = record.__dict__.get('check_perf_var')
     rows = rows_of_test(record, session_id)
     for row in rows:
-        if row['check_perf_var'] == var:
+        name = row['check_perf_var']
+        if row['device']:
+            name = f"{name}_{row['device']}"
+        if name == var:
             return row
     return rows[0]
 

@@ -139,3 +139,31 @@ def test_a_failed_verdict_is_kept():
         check_perf_ref=665500, check_perf_lower_thres=0.0,
         check_perf_upper_thres=None, check_perf_result='fail'), 's')
     assert row['check_perf_result'] == 'fail'
+
+
+def test_a_per_device_variable_becomes_metric_device_and_peak():
+    class FakeCheck:
+        perfvalues = {
+            'sandbox:ndv5:bw_avg_mlx5_ib0': (390.1, 0, None, None, 'Gb/s', 'pass'),
+            'sandbox:ndv5:bw_avg_mlx5_ib1': (120.5, 0, None, None, 'Gb/s', 'pass'),
+        }
+        metric_devices = {'bw_avg_mlx5_ib0': 'mlx5_ib0',
+                          'bw_avg_mlx5_ib1': 'mlx5_ib1'}
+        metric_peaks = {'bw_avg': 400.0}
+        peak_sources = {'bw_avg': 'NDR line rate'}
+
+        class param_space:
+            params = {}
+
+    record = perf_record(check_perf_var='bw_avg_mlx5_ib1',
+                         check_perf_value=120.5, check_perf_unit='Gb/s')
+    record.__dict__['__rfm_check__'] = FakeCheck()
+    rows = records.rows_of_test(record, 's')
+    assert {(r['check_perf_var'], r['device'], r['check_perf_value'])
+            for r in rows} == {('bw_avg', 'mlx5_ib0', 390.1),
+                               ('bw_avg', 'mlx5_ib1', 120.5)}
+    assert all(r['check_perf_peak'] == 400.0 for r in rows)
+    assert all(r['peak_source'] == 'NDR line rate' for r in rows)
+    # the row of the record's own variable is the one sent for it
+    row = records.row_from_log_record(record, 's')
+    assert (row['device'], row['check_perf_value']) == ('mlx5_ib1', 120.5)

@@ -22,6 +22,15 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
     #: Filled from the reference data: metric -> where its value comes from.
     reference_sources = variable(typ.Dict[str, str], value={})
 
+    #: Perf variable -> the device it measured ('bw_avg_mlx5_ib0' ->
+    #: 'mlx5_ib0'). Its row then holds the metric ('bw_avg') and the device.
+    metric_devices = variable(typ.Dict[str, str], value={})
+
+    #: Metric -> theoretical limit on this SKU in the metric's unit, and its
+    #: source (filled from the reference data's peaks).
+    metric_peaks = variable(typ.Dict[str, float], value={})
+    peak_sources = variable(typ.Dict[str, str], value={})
+
     def partition_extra(self, name, default=None):
         return self.current_partition.extras.get(name, default)
 
