@@ -20,6 +20,19 @@ OVERRIDE_ENV = 'CLUSTERPROOF_REFERENCES'
 
 
 @dataclass(frozen=True)
+class Peak:
+    """A theoretical limit of a metric on a SKU (not a measured value)."""
+    value: float
+    unit: str
+    source: str
+    derivation: str
+
+    def describe(self) -> str:
+        return f'{self.derivation} ({self.source})' if self.derivation \
+            else self.source
+
+
+@dataclass(frozen=True)
 class Reference:
     value: float
     lower: float | None
@@ -100,3 +113,23 @@ def lookup(family: str, key: str, vm_sku: str | None) -> dict[str, Reference]:
             source=sources.get(source, source),
         )
     return refs
+
+
+PEAKS_FAMILY = 'peaks'
+
+
+def lookup_peaks(family: str, vm_sku: str | None) -> dict[str, Peak]:
+    """Theoretical limits of one check family's metrics on one SKU, from
+    ``peaks.yaml`` (overridable like the references)."""
+    if not family:
+        return {}
+    data = load_family(PEAKS_FAMILY)
+    sources = data.get('sources', {})
+    entry = _entry_for_sku(data, short_sku(vm_sku)).get(family, {})
+    peaks = {}
+    for metric, spec in entry.items():
+        source = spec.get('source', '')
+        peaks[metric] = Peak(value=float(spec['value']), unit=spec['unit'],
+                             source=sources.get(source, source),
+                             derivation=spec.get('derivation', ''))
+    return peaks

@@ -20,6 +20,10 @@ class SkuReferences(rfm.RegressionTestPlugin):
     def _set_sku_references(self):
         if not self.reference_family:
             return
+        peaks = references.lookup_peaks(self.reference_family, self.vm_sku())
+        self.metric_peaks = {name: peak.value for name, peak in peaks.items()}
+        self.peak_sources = {name: peak.describe()
+                             for name, peak in peaks.items()}
         found = references.lookup(self.reference_family,
                                   self.reference_key or self.reference_family,
                                   self.vm_sku())
