@@ -17,6 +17,7 @@ TEST_PACKAGES=(
     slurmctld slurmd slurm-client slurmdbd slurm-wlm-basic-plugins
     slurm-wlm-mysql-plugin munge mariadb-server
     openmpi-bin libopenmpi-dev libpmix-dev gcc hpcc openssl
+    chromium
 )
 
 # Benchmarks Debian/Ubuntu ship: the suite runs them for real on this machine.
@@ -68,6 +69,10 @@ apt_install() {
 
 if [ "$want_tests" -eq 1 ]; then
     mapfile -t missing < <(missing_packages "${TEST_PACKAGES[@]}")
+    # Node.js runs Kusto.Language in the tests. A Node.js from elsewhere
+    # (NodeSource) brings its own npm, which Debian's npm package conflicts with.
+    command -v node >/dev/null || missing+=(nodejs)
+    command -v npm >/dev/null || missing+=(npm)
     if [ "${#missing[@]}" -eq 0 ]; then
         say "test packages already installed"
     else
@@ -104,5 +109,16 @@ else
     say "installing requirements.txt into .venv"
     .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
     echo "$wanted" > "$stamp"
+fi
+if [ "$want_tests" -eq 1 ]; then
+    # Kusto.Language (Microsoft's KQL parser), pinned by tests/kusto/package-lock.json,
+    # validates bicep/queries in the tests.
+    if [ "$(cat tests/kusto/node_modules/.lock-installed 2>/dev/null)" = "$(sha256sum tests/kusto/package-lock.json | cut -d' ' -f1)" ]; then
+        say "tests/kusto already has its npm packages"
+    else
+        say "npm ci in tests/kusto"
+        (cd tests/kusto && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        sha256sum tests/kusto/package-lock.json | cut -d' ' -f1 > tests/kusto/node_modules/.lock-installed
+    fi
 fi
 say "done; activate with: source .venv/bin/activate"

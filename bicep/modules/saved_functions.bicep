@@ -1,29 +1,58 @@
 // The shipped KQL queries as workspace functions (clusterproof_<name>), loaded from the same .kql
-// files that 'clusterproof query' runs.
+// files that 'clusterproof query' runs. clusterproof_results is the base every query reads (each
+// row once, by record_id); each other function carries the base as a let of the same name, so it
+// runs alone too (as 'clusterproof query' composes it).
 
 @description('Name of the workspace, in this module\'s resource group.')
 param workspaceName string
 
+var resultsQuery = loadTextContent('../queries/results.kql')
+var resultsLet = 'let clusterproof_results = ${resultsQuery};\n'
+var latest_by_node = loadTextContent('../queries/latest_by_node.kql')
+var trends = loadTextContent('../queries/trends.kql')
+var regressions = loadTextContent('../queries/regressions.kql')
+var failures = loadTextContent('../queries/failures.kql')
+var compare_clusters = loadTextContent('../queries/compare_clusters.kql')
+var node_outliers = loadTextContent('../queries/node_outliers.kql')
+var share_of_reference = loadTextContent('../queries/share_of_reference.kql')
+var run_summary = loadTextContent('../queries/run_summary.kql')
+
 var queries = [
   {
+    name: 'results'
+    query: resultsQuery
+  }
+  {
     name: 'latest_by_node'
-    query: loadTextContent('../queries/latest_by_node.kql')
+    query: '${resultsLet}${latest_by_node}'
   }
   {
     name: 'trends'
-    query: loadTextContent('../queries/trends.kql')
+    query: '${resultsLet}${trends}'
   }
   {
     name: 'regressions'
-    query: loadTextContent('../queries/regressions.kql')
+    query: '${resultsLet}${regressions}'
   }
   {
     name: 'failures'
-    query: loadTextContent('../queries/failures.kql')
+    query: '${resultsLet}${failures}'
   }
   {
     name: 'compare_clusters'
-    query: loadTextContent('../queries/compare_clusters.kql')
+    query: '${resultsLet}${compare_clusters}'
+  }
+  {
+    name: 'node_outliers'
+    query: '${resultsLet}${node_outliers}'
+  }
+  {
+    name: 'share_of_reference'
+    query: '${resultsLet}${share_of_reference}'
+  }
+  {
+    name: 'run_summary'
+    query: '${resultsLet}${run_summary}'
   }
 ]
 

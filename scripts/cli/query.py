@@ -1,0 +1,104 @@
+"""`clusterproof query NAME|FILE.kql`: run a shipped KQL query (or a file of
+yours) against the local store, or Log Analytics with --workspace."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import sys
+
+from scripts.query import library, output
+from scripts.query.result import QueryFailed
+from scripts.query.runner import Runner
+
+EXIT_USAGE = 2
+_RELATIVE = re.compile(r'^(\d+)([dh])$')
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        'query', help='run a shipped KQL query or a .kql file',
+        description='Run a KQL query from bicep/queries (by name) or a .kql '
+                    'file. Locally (the default) DuckDB reads the store under '
+                    '$CLUSTERPROOF_HOME/results; with --workspace (or '
+                    'LOGS_WORKSPACE_ID) the same text runs in Log Analytics '
+                    'with DefaultAzureCredential. Queries read '
+                    'clusterproof_results: the table with each record once.')
+    parser.add_argument('query', nargs='?', metavar='NAME|FILE.kql',
+                        help='a shipped query (see --list) or a .kql file')
+    parser.add_argument('--list', action='store_true',
+                        help='list the shipped queries and exit')
+    parser.add_argument('--workspace', default=None,
+                        help='Log Analytics workspace id (default: '
+                             'LOGS_WORKSPACE_ID; --local ignores it)')
+    parser.add_argument('--local', action='store_true',
+                        help='read the local store even if '
+                             'LOGS_WORKSPACE_ID is set')
+    parser.add_argument('--since', type=since_time, default=None,
+                        metavar='7d|12h|YYYY-MM-DD',
+                        help='only rows completed since then')
+    parser.add_argument('--cluster', help='only this cluster')
+    parser.add_argument('--partition', help='only this partition')
+    form = parser.add_mutually_exclusive_group()
+    form.add_argument('--json', action='store_true',
+                      help='a JSON array of rows')
+    form.add_argument('--csv', action='store_true', help='CSV with a header')
+    parser.set_defaults(func=run)
+
+
+def since_time(text: str) -> dt.datetime:
+    now = dt.datetime.now(dt.timezone.utc)
+    relative = _RELATIVE.match(text)
+    if relative:
+        amount, unit = int(relative.group(1)), relative.group(2)
+        return now - dt.timedelta(**{'days' if unit == 'd' else 'hours':
+                                     amount})
+    try:
+        stamp = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(text) from None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+
+
+since_time.__name__ = 'time (7d, 12h or YYYY-MM-DD)'
+
+
+def workspace_of(args) -> str | None:
+    if args.local:
+        return None
+    return args.workspace or os.environ.get('LOGS_WORKSPACE_ID') or None
+
+
+def list_queries() -> str:
+    queries = [q for name, q in library.shipped().items()]
+    width = max(len(q.name) for q in queries)
+    return ''.join(f'{q.name.ljust(width)}  {q.description}\n'
+                   for q in queries)
+
+
+def run(args) -> int:
+    if args.list:
+        sys.stdout.write(list_queries())
+        return 0
+    if not args.query:
+        print('clusterproof query: name a query or a .kql file '
+              '(--list shows the shipped ones)', file=sys.stderr)
+        return EXIT_USAGE
+    filters = library.Filters(args.since, args.cluster, args.partition)
+    runner = Runner(workspace_of(args), filters)
+    try:
+        result = runner.run(args.query)
+    except library.QueryError as err:
+        print(f'clusterproof query: {err}', file=sys.stderr)
+        return EXIT_USAGE
+    except QueryFailed as err:
+        print(f'clusterproof query: {args.query} on {runner.where}: {err}',
+              file=sys.stderr)
+        return 1
+    if args.json:
+        sys.stdout.write(output.as_json(result))
+    elif args.csv:
+        sys.stdout.write(output.as_csv(result))
+    else:
+        sys.stdout.write(output.table(result))
+    return 0

@@ -1,0 +1,46 @@
+"""Run KQL in Log Analytics: azure-monitor-query's LogsQueryClient with
+DefaultAzureCredential (managed identity, az login, workload identity or
+service principal variables). LOGS_QUERY_ENDPOINT points at another cloud's
+Log Analytics API (default https://api.loganalytics.io)."""
+from __future__ import annotations
+
+import os
+
+from scripts.query.result import QueryFailed, Result, plain
+
+DEFAULT_ENDPOINT = 'https://api.loganalytics.io'
+
+
+class CloudQueryError(QueryFailed):
+    """Log Analytics refused or failed the query; the message says why."""
+
+
+def run(workspace_id: str, kql: str, credential=None) -> Result:
+    # Imported here: the local engine must work without these installed.
+    from azure.core.exceptions import AzureError, HttpResponseError
+    from azure.identity import DefaultAzureCredential
+    from azure.monitor.query import LogsQueryClient, LogsQueryStatus
+
+    endpoint = os.environ.get('LOGS_QUERY_ENDPOINT') or DEFAULT_ENDPOINT
+    credential = credential or DefaultAzureCredential()
+    client = LogsQueryClient(credential, endpoint=endpoint)
+    try:
+        # No timespan: each query sets its own window (ago(...)).
+        response = client.query_workspace(workspace_id, kql, timespan=None)
+    except HttpResponseError as err:
+        raise CloudQueryError(
+            f'Log Analytics answered {err.status_code}: {err.message}') \
+            from None
+    except AzureError as err:
+        raise CloudQueryError(f'cannot query Log Analytics: {err}') from None
+    if response.status == LogsQueryStatus.PARTIAL:
+        raise CloudQueryError(
+            f'Log Analytics returned a partial result: '
+            f'{response.partial_error}')
+    if not response.tables:
+        return Result([], [], [])
+    table = response.tables[0]
+    types = list(table.columns_types)
+    rows = [[plain(row[index], kind) for index, kind in enumerate(types)]
+            for row in table.rows]
+    return Result(list(table.columns), types, rows)

@@ -1,0 +1,99 @@
+"""The shipped KQL queries, read from bicep/queries/ like Bicep reads them.
+
+Every query reads ``clusterproof_results`` (results.kql: the table with each
+record once, by record_id), never the raw table. A query is sent as one text:
+the base as a ``let`` of that name, then the query. Bicep composes the saved
+functions, the workbook tiles and the alert the same way, so a query means
+the same on the login node and in Log Analytics.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from pathlib import Path
+
+QUERY_DIR = Path(__file__).resolve().parents[2] / 'bicep' / 'queries'
+BASE_NAME = 'results'
+BASE_FUNCTION = 'clusterproof_results'
+_HEADER = re.compile(r'^// name: (\w+) - (.+)$')
+
+
+class QueryError(Exception):
+    """A query that cannot be found, read or run; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Query:
+    name: str
+    description: str
+    text: str
+
+
+def _read(path: Path) -> Query:
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise QueryError(f'cannot read {path}: {err.strerror}') from None
+    header = _HEADER.match(text.splitlines()[0] if text else '')
+    if header:
+        return Query(header.group(1), header.group(2), text)
+    return Query(path.stem, '', text)
+
+
+def shipped() -> dict[str, Query]:
+    """The shipped queries by name, the base included."""
+    return {path.stem: _read(path)
+            for path in sorted(QUERY_DIR.glob('*.kql'))}
+
+
+def resolve(name_or_file: str) -> Query:
+    """A shipped query by name, or a .kql file of the user's."""
+    queries = shipped()
+    if name_or_file in queries:
+        return queries[name_or_file]
+    path = Path(name_or_file)
+    if path.suffix == '.kql' or path.exists():
+        return _read(path)
+    raise QueryError(f'no shipped query {name_or_file!r} and no such file; '
+                     f'shipped: {", ".join(sorted(queries))}')
+
+
+@dataclasses.dataclass(frozen=True)
+class Filters:
+    """Narrow every query to some rows: applied to the base, so they hold
+    for whatever a query does next."""
+    since: dt.datetime | None = None
+    cluster: str | None = None
+    partition: str | None = None
+
+    def kql(self) -> str:
+        lines = []
+        if self.since:
+            stamp = self.since.astimezone(dt.timezone.utc)
+            lines.append(f"| where completed >= datetime({stamp:%Y-%m-%dT%H:%M:%SZ})")
+        if self.cluster:
+            lines.append(f'| where cluster == {string_literal(self.cluster)}')
+        if self.partition:
+            lines.append('| where check_partition == '
+                         f'{string_literal(self.partition)}')
+        return ''.join(line + '\n' for line in lines)
+
+
+def string_literal(value: str) -> str:
+    """A KQL string literal that means exactly *value*."""
+    escaped = value.replace('\\', '\\\\').replace("'", "\\'")
+    escaped = escaped.replace('\n', '\\n').replace('\r', '\\r')
+    return f"'{escaped}'"
+
+
+def base_text(filters: Filters | None = None) -> str:
+    return shipped()[BASE_NAME].text + (filters.kql() if filters else '')
+
+
+def compose(query: Query, filters: Filters | None = None) -> str:
+    """The text to run: the base as a let, then the query. The base itself
+    is run as it is (with the filters)."""
+    if query.name == BASE_NAME and query.text == shipped()[BASE_NAME].text:
+        return base_text(filters)
+    return f'let {BASE_FUNCTION} = {base_text(filters)};\n{query.text}'
