@@ -38,8 +38,10 @@ RESERVED_COLUMNS = {'id', '_resourceid', '_subscriptionid', 'tenantid', 'type',
 # Column types both a custom table and a DCR stream declaration accept.
 COLUMN_TYPES = {'string', 'int', 'long', 'real', 'boolean', 'datetime',
                 'dynamic'}
-QUERIES = ['latest_by_node', 'trends', 'regressions', 'failures',
-           'compare_clusters']
+# The base first: every other query reads it (as a let of the same name).
+QUERIES = ['results', 'latest_by_node', 'trends', 'regressions', 'failures',
+           'compare_clusters', 'node_outliers', 'share_of_reference',
+           'run_summary']
 
 
 @cache
@@ -465,10 +467,21 @@ def test_query_files_are_plain_kql_over_the_schema(path):
     first = text.splitlines()[0]
     assert re.fullmatch(rf'// name: {path.stem} - \S.{{20,}}', first), first
     assert '${' not in text
-    assert 'ReFrameResults_CL' in text
     used = set(re.findall(r'\bcheck_\w+', text))
     assert used, path.name
     assert used <= {c['name'] for c in schema()['columns']}
+
+
+@pytest.mark.parametrize('path', KQL_FILES, ids=lambda p: p.stem)
+def test_only_the_base_reads_the_raw_table(path):
+    text = path.read_text()
+    if path.stem == 'results':
+        assert 'ReFrameResults_CL' in text
+        assert re.search(r'summarize arg_max\(TimeGenerated, \*\) by record_id',
+                         text)
+    else:
+        assert 'ReFrameResults_CL' not in text
+        assert 'clusterproof_results' in text
 
 
 def test_latest_by_node_expands_the_node_list():
@@ -476,20 +489,23 @@ def test_latest_by_node_expands_the_node_list():
     assert 'mv-expand' in text and 'check_job_nodelist' in text
 
 
-def test_saved_functions_are_the_query_files():
+def composed(name: str) -> str:
+    from scripts.query import library
+    return library.compose(library.resolve(name))
+
+
+def test_saved_functions_are_the_composed_query_files():
     tpl = template('modules/saved_functions.bicep')
-    queries = tpl.variables['queries']['value']
+    queries = tpl.resolve(tpl.variables['queries']['value'])
     assert [q['name'] for q in queries] == QUERIES
-    for query in queries:
-        loaded = tpl.loaded_file(query['query']['function'])
-        assert loaded == BICEP / 'queries' / f"{query['name']}.kql"
     _, functions = tpl.only(
         'Microsoft.OperationalInsights/workspaces/savedSearches')
     saved = tpl.resolve(functions['config'])
     assert [f['properties']['functionAlias'] for f in saved] == \
         [f'clusterproof_{name}' for name in QUERIES]
-    assert [f['properties']['query'] for f in saved] == \
-        [(BICEP / 'queries' / f'{name}.kql').read_text() for name in QUERIES]
+    texts = [f['properties']['query'] for f in saved]
+    assert texts == [composed(name) for name in QUERIES]
+    assert texts[0] == (BICEP / 'queries' / 'results.kql').read_text()
 
 
 def test_alert_fires_on_any_regression_row():
@@ -498,27 +514,31 @@ def test_alert_fires_on_any_regression_row():
     assert body(alert)['kind'] == 'LogAlert'
     props = tpl.resolve(body(alert)['properties'])
     [criterion] = props['criteria']['allOf']
-    assert criterion['query'] == \
-        (BICEP / 'queries' / 'regressions.kql').read_text()
+    assert criterion['query'] == composed('regressions')
     assert (criterion['timeAggregation'], criterion['operator'],
             criterion['threshold']) == ('Count', 'GreaterThan', 0)
     assert props['scopes'] == ['workspaceResourceId']
+
+
+def workbook_content() -> dict:
+    tpl = template('modules/workbook.bicep')
+    _, workbook = tpl.only('Microsoft.Insights/workbooks')
+    serialized = body(workbook)['properties']['serializedData']['function']
+    assert serialized['type'] == 'string'
+    return tpl.resolve(serialized['parameters']['value_to_convert'])
 
 
 def test_workbook_shows_trends_and_latest_verdict_per_node():
     tpl = template('modules/workbook.bicep')
     _, workbook = tpl.only('Microsoft.Insights/workbooks')
     assert body(workbook)['kind'] == 'shared'
-    serialized = body(workbook)['properties']['serializedData']['function']
-    assert serialized['type'] == 'string'
-    content = tpl.resolve(serialized['parameters']['value_to_convert'])
+    content = workbook_content()
     assert content['version'] == 'Notebook/1.0'
     queries = {item['name']: item['content'] for item in content['items']
                if item['type'] == 3}
-    assert set(queries) == set(QUERIES)
+    assert set(queries) == set(QUERIES) - {'results'}
     for name, item in queries.items():
-        assert item['query'].startswith(
-            (BICEP / 'queries' / f'{name}.kql').read_text())
+        assert item['query'].startswith(composed(name))
     assert queries['trends']['visualization'] == 'timechart'
     assert "| where check_perf_var == '{Metric}'\n" in queries['trends'][
         'query']

@@ -24,6 +24,11 @@ param queryTimeRange string = 'P2D'
 
 param tags object = {}
 
+// The query as 'clusterproof query regressions' runs it: the base (each record once) as a let.
+var resultsQuery = loadTextContent('../queries/results.kql')
+var resultsLet = 'let clusterproof_results = ${resultsQuery};\n'
+var regressionsQuery = loadTextContent('../queries/regressions.kql')
+
 resource alert 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
   name: '${namePrefix}-regressions'
   location: location
@@ -45,7 +50,7 @@ resource alert 'Microsoft.Insights/scheduledQueryRules@2023-12-01' = {
     criteria: {
       allOf: [
         {
-          query: loadTextContent('../queries/regressions.kql')
+          query: '${resultsLet}${regressionsQuery}'
           timeAggregation: 'Count'
           operator: 'GreaterThan'
           threshold: 0

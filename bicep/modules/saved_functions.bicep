@@ -8,14 +8,14 @@ param workspaceName string
 
 var resultsQuery = loadTextContent('../queries/results.kql')
 var resultsLet = 'let clusterproof_results = ${resultsQuery};\n'
-var latest_by_node = loadTextContent('../queries/latest_by_node.kql')
-var trends = loadTextContent('../queries/trends.kql')
-var regressions = loadTextContent('../queries/regressions.kql')
-var failures = loadTextContent('../queries/failures.kql')
-var compare_clusters = loadTextContent('../queries/compare_clusters.kql')
-var node_outliers = loadTextContent('../queries/node_outliers.kql')
-var share_of_reference = loadTextContent('../queries/share_of_reference.kql')
-var run_summary = loadTextContent('../queries/run_summary.kql')
+var latestByNodeQuery = loadTextContent('../queries/latest_by_node.kql')
+var trendsQuery = loadTextContent('../queries/trends.kql')
+var regressionsQuery = loadTextContent('../queries/regressions.kql')
+var failuresQuery = loadTextContent('../queries/failures.kql')
+var compareClustersQuery = loadTextContent('../queries/compare_clusters.kql')
+var nodeOutliersQuery = loadTextContent('../queries/node_outliers.kql')
+var shareOfReferenceQuery = loadTextContent('../queries/share_of_reference.kql')
+var runSummaryQuery = loadTextContent('../queries/run_summary.kql')
 
 var queries = [
   {
@@ -24,35 +24,35 @@ var queries = [
   }
   {
     name: 'latest_by_node'
-    query: '${resultsLet}${latest_by_node}'
+    query: '${resultsLet}${latestByNodeQuery}'
   }
   {
     name: 'trends'
-    query: '${resultsLet}${trends}'
+    query: '${resultsLet}${trendsQuery}'
   }
   {
     name: 'regressions'
-    query: '${resultsLet}${regressions}'
+    query: '${resultsLet}${regressionsQuery}'
   }
   {
     name: 'failures'
-    query: '${resultsLet}${failures}'
+    query: '${resultsLet}${failuresQuery}'
   }
   {
     name: 'compare_clusters'
-    query: '${resultsLet}${compare_clusters}'
+    query: '${resultsLet}${compareClustersQuery}'
   }
   {
     name: 'node_outliers'
-    query: '${resultsLet}${node_outliers}'
+    query: '${resultsLet}${nodeOutliersQuery}'
   }
   {
     name: 'share_of_reference'
-    query: '${resultsLet}${share_of_reference}'
+    query: '${resultsLet}${shareOfReferenceQuery}'
   }
   {
     name: 'run_summary'
-    query: '${resultsLet}${run_summary}'
+    query: '${resultsLet}${runSummaryQuery}'
   }
 ]
 

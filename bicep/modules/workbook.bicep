@@ -1,5 +1,7 @@
 // Shared workbook (dashboard): metric trends per cluster, VM SKU and test; the latest verdict per
-// node; regressions, failures and the cross-cluster comparison. Every query is a shipped .kql file.
+// node; node outliers of the latest runs, run summaries, regressions, failures and the cross-cluster
+// comparison. Every query is a shipped .kql file, composed as 'clusterproof query' composes it: the
+// base (each record once) as a let named clusterproof_results, then the query.
 
 param location string
 param namePrefix string
@@ -13,11 +15,16 @@ var workspaceType = 'microsoft.operationalinsights/workspaces'
 var thirtyDaysMs = 2592000000
 var metricFilter = '| where check_perf_var == \'{Metric}\'\n'
 
+var resultsQuery = loadTextContent('../queries/results.kql')
+var resultsLet = 'let clusterproof_results = ${resultsQuery};\n'
 var trendsQuery = loadTextContent('../queries/trends.kql')
 var latestByNodeQuery = loadTextContent('../queries/latest_by_node.kql')
 var regressionsQuery = loadTextContent('../queries/regressions.kql')
 var failuresQuery = loadTextContent('../queries/failures.kql')
 var compareClustersQuery = loadTextContent('../queries/compare_clusters.kql')
+var nodeOutliersQuery = loadTextContent('../queries/node_outliers.kql')
+var shareOfReferenceQuery = loadTextContent('../queries/share_of_reference.kql')
+var runSummaryQuery = loadTextContent('../queries/run_summary.kql')
 
 var parameterItem = {
   type: 9
@@ -62,7 +69,7 @@ var parameterItem = {
         label: 'Metric'
         type: 2
         isRequired: true
-        query: 'ReFrameResults_CL\n| where isnotnull(check_perf_value)\n| distinct check_perf_var\n| order by check_perf_var asc'
+        query: '${resultsLet}clusterproof_results\n| where isnotnull(check_perf_value)\n| distinct check_perf_var\n| order by check_perf_var asc'
         queryType: 0
         resourceType: workspaceType
         typeSettings: {
@@ -79,7 +86,7 @@ var trendsItem = {
   content: {
     version: 'KqlItem/1.0'
     title: 'Daily median of {Metric} per cluster, VM SKU and test'
-    query: '${trendsQuery}${metricFilter}| project day, series = strcat(cluster, \' \', vm_sku, \' \', test), median_value\n'
+    query: '${resultsLet}${trendsQuery}${metricFilter}| project day, series = strcat(cluster, \' \', vm_sku, \' \', test), median_value\n'
     size: 0
     queryType: 0
     resourceType: workspaceType
@@ -94,7 +101,7 @@ var latestByNodeItem = {
   content: {
     version: 'KqlItem/1.0'
     title: 'Latest verdict per node (failures first)'
-    query: '${latestByNodeQuery}| order by check_result asc, cluster asc, node asc\n'
+    query: '${resultsLet}${latestByNodeQuery}| order by check_result asc, cluster asc, node asc\n'
     size: 0
     queryType: 0
     resourceType: workspaceType
@@ -109,7 +116,7 @@ var regressionsItem = {
   content: {
     version: 'KqlItem/1.0'
     title: 'Regressions: latest value against its trailing baseline, and failed references'
-    query: regressionsQuery
+    query: '${resultsLet}${regressionsQuery}'
     size: 0
     queryType: 0
     resourceType: workspaceType
@@ -124,7 +131,7 @@ var failuresItem = {
   content: {
     version: 'KqlItem/1.0'
     title: 'Failed tests (last 7 days)'
-    query: failuresQuery
+    query: '${resultsLet}${failuresQuery}'
     size: 0
     queryType: 0
     resourceType: workspaceType
@@ -139,12 +146,57 @@ var compareClustersItem = {
   content: {
     version: 'KqlItem/1.0'
     title: '{Metric} across clusters and VM SKUs (last 30 days)'
-    query: '${compareClustersQuery}${metricFilter}'
+    query: '${resultsLet}${compareClustersQuery}${metricFilter}'
     size: 0
     queryType: 0
     resourceType: workspaceType
     timeContextFromParameter: 'TimeRange'
     visualization: 'table'
+  }
+}
+
+var runSummaryItem = {
+  type: 3
+  name: 'run_summary'
+  content: {
+    version: 'KqlItem/1.0'
+    title: 'Runs: tests passed and failed, nodes covered, the metric furthest below its reference'
+    query: '${resultsLet}${runSummaryQuery}'
+    size: 0
+    queryType: 0
+    resourceType: workspaceType
+    timeContextFromParameter: 'TimeRange'
+    visualization: 'table'
+  }
+}
+
+var nodeOutliersItem = {
+  type: 3
+  name: 'node_outliers'
+  content: {
+    version: 'KqlItem/1.0'
+    title: 'Node outliers: nodes worse than the median of their peers in the same run'
+    query: '${resultsLet}${nodeOutliersQuery}| where outlier\n'
+    size: 0
+    queryType: 0
+    resourceType: workspaceType
+    timeContextFromParameter: 'TimeRange'
+    visualization: 'table'
+  }
+}
+
+var shareOfReferenceItem = {
+  type: 3
+  name: 'share_of_reference'
+  content: {
+    version: 'KqlItem/1.0'
+    title: '{Metric}: % of reference per VM SKU and cluster'
+    query: '${resultsLet}${shareOfReferenceQuery}${metricFilter}| where isnotnull(pct_of_reference)\n| project day, series = strcat(vm_sku, \' \', cluster, \' \', test, \' \', device), pct_of_reference\n'
+    size: 0
+    queryType: 0
+    resourceType: workspaceType
+    timeContextFromParameter: 'TimeRange'
+    visualization: 'timechart'
   }
 }
 
@@ -161,8 +213,11 @@ var workbookContent = {
   items: [
     headerItem
     parameterItem
+    runSummaryItem
     trendsItem
+    shareOfReferenceItem
     latestByNodeItem
+    nodeOutliersItem
     regressionsItem
     failuresItem
     compareClustersItem
