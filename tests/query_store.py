@@ -1,0 +1,160 @@
+"""A small, realistic local store for the query and report tests: two
+clusters of two SKUs over a week, written the way ReFrame sessions write
+it (one file per session under results/YYYY-MM-DD/).
+
+What it holds, so that every shipped query has something to find:
+- prod-eastus (HBv4, partition hbv4, nodes hb-1..hb-4): STREAM triad on
+  every node every day (reference 700000 MB/s, -10%); on the last day hb-3
+  reads 560000 MB/s and fails: the bad node. OSU latency (µs, no published
+  reference) between hb-1 and hb-2, 1.7 µs until the last day's 2.4 µs: a
+  regression against the trailing baseline only. An IOR run two days ago
+  failed its write bandwidth reference: the failed test.
+- prod-westeu (ND H100 v5, partition ndv5, nodes nd-1..nd-3): perftest
+  loopback bw_avg per HCA (Gb/s, reference 390, line rate 400 Gb/s) on each
+  node, and NCCL all_reduce avg_busbw (GB/s, reference 480); the latest
+  acceptance run could not measure NCCL on nd-3 (not_measured).
+- One STREAM row stored twice (same record_id): counted once.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from config import records
+
+NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
+DAYS = 7
+HB_SKU = 'Standard_HB176rs_v4'
+ND_SKU = 'Standard_ND96isr_H100_v5'
+HB_NODES = ['hb-1', 'hb-2', 'hb-3', 'hb-4']
+ND_NODES = ['nd-1', 'nd-2', 'nd-3']
+HCAS = ['mlx5_ib0', 'mlx5_ib1']
+DUPLICATED = 'stream-0-hb-2'
+
+
+def _row(session: str, when: dt.datetime, **values) -> dict:
+    stamp = when.isoformat()
+    base = {
+        'TimeGenerated': stamp, 'check_job_completion_time': stamp,
+        'session_id': session, 'facility': 'reframe',
+        'data_version': records.DATA_VERSION, 'check_environ': 'builtin',
+        'check_result': 'pass', 'hostname': 'login-1', 'osuser': 'hpcadmin',
+        'reframe_version': '4.10.4', 'check_tags': ['acceptance'],
+    }
+    return records.make_row({**base, **values})
+
+
+def _eastus(day: int, when: dt.datetime, session: str) -> list[dict]:
+    last = day == DAYS - 1
+    common = {'cluster': 'prod-eastus', 'check_system': 'azure',
+              'check_partition': 'hbv4', 'vm_sku': HB_SKU}
+    rows = []
+    for index, node in enumerate(HB_NODES):
+        value = 700000.0 + 4000.0 * index + 1000.0 * day
+        bad = last and node == 'hb-3'
+        if bad:
+            value = 560000.0
+        rows.append(_row(
+            session, when + dt.timedelta(minutes=index), **common,
+            record_id=f'stream-{day}-{node}',
+            check_name=f'StreamCheck_{index}',
+            check_display_name=f"StreamCheck %.part=azure:hbv4 %.nid=['{node}']",
+            check_perf_var='triad_bw', check_perf_value=value,
+            check_perf_unit='MB/s', check_perf_ref=700000.0,
+            check_perf_lower_thres=-0.1, check_perf_upper_thres=None,
+            check_perf_peak=921600.0,
+            peak_source='24 DDR5 channels x 4800 MT/s x 8 B',
+            reference_source='Azure HBv4 STREAM (HPC benchmarks page)',
+            check_perf_result='fail' if bad else 'pass',
+            check_result='fail' if bad else 'pass',
+            check_fail_reason='triad_bw 560000 MB/s below 630000 MB/s '
+                              '(reference 700000 -10%)' if bad else None,
+            check_jobid=f'{100 + 10 * day + index}',
+            check_job_nodelist=[node], check_num_tasks=1))
+    latency = 2.4 if last else 1.7 + 0.01 * day
+    rows.append(_row(
+        session, when + dt.timedelta(minutes=10), **common,
+        record_id=f'osu-{day}', check_name='OsuPointToPoint_1',
+        check_display_name='OsuPointToPoint %benchmark=osu_latency',
+        check_perf_var='latency', check_perf_value=latency,
+        check_perf_unit='us', check_perf_ref=0.0,
+        check_perf_result='no_reference',
+        check_jobid=f'{105 + 10 * day}',
+        check_job_nodelist=['hb-1', 'hb-2'], check_num_tasks=2))
+    if day == DAYS - 3:
+        rows.append(_row(
+            session, when + dt.timedelta(minutes=20), **common,
+            record_id='ior-failed', check_name='IorCheck_1',
+            check_display_name='IorCheck %api=POSIX',
+            check_perf_var='write_bandwidth_mib', check_perf_value=3100.0,
+            check_perf_unit='MiB/s', check_perf_ref=4500.0,
+            check_perf_lower_thres=-0.2, check_perf_result='fail',
+            check_result='fail',
+            check_fail_reason='write_bandwidth_mib 3100 MiB/s below '
+                              '3600 MiB/s (reference 4500 -20%)',
+            reference_source='site measurement',
+            check_jobid='ior-77', check_job_nodelist=['hb-1', 'hb-2'],
+            check_num_tasks=8))
+    return rows
+
+
+def _westeu(day: int, when: dt.datetime, session: str) -> list[dict]:
+    last = day == DAYS - 1
+    common = {'cluster': 'prod-westeu', 'check_system': 'azure',
+              'check_partition': 'ndv5', 'vm_sku': ND_SKU}
+    rows = []
+    if day >= DAYS - 2:
+        for index, node in enumerate(ND_NODES):
+            for hca_index, hca in enumerate(HCAS):
+                rows.append(_row(
+                    session, when + dt.timedelta(minutes=index), **common,
+                    record_id=f'perftest-{day}-{node}-{hca}',
+                    check_name=f'PerftestLoopback_{index}',
+                    check_display_name='PerftestLoopback %test=ib_write_bw '
+                                       f"%.part=azure:ndv5 %.nid=['{node}']",
+                    check_perf_var='bw_avg', device=hca,
+                    check_perf_value=385.0 + index + 2.0 * hca_index,
+                    check_perf_unit='Gb/s', check_perf_ref=390.0,
+                    check_perf_lower_thres=-0.05, check_perf_result='pass',
+                    check_perf_peak=400.0, peak_source='NDR 400 Gb/s',
+                    reference_source='Azure HPC health checks',
+                    check_jobid=f'pt-{day}-{index}',
+                    check_job_nodelist=[node], check_num_tasks=1))
+    for index, node in enumerate(ND_NODES):
+        missing = last and node == 'nd-3'
+        rows.append(_row(
+            session, when + dt.timedelta(minutes=30 + index), **common,
+            record_id=f'nccl-{day}-{node}', check_name=f'NcclSingleNode_{index}',
+            check_display_name='NcclSingleNode %collective=all_reduce '
+                               f"%.part=azure:ndv5 %.nid=['{node}']",
+            check_perf_var='avg_busbw',
+            check_perf_value=None if missing else 478.0 + index + day,
+            check_perf_unit='GB/s', check_perf_ref=480.0,
+            check_perf_lower_thres=-0.05,
+            check_perf_result='not_measured' if missing else 'pass',
+            check_result='fail' if missing else 'pass',
+            check_fail_reason='all_reduce_perf not found on nd-3'
+            if missing else None,
+            reference_source='Azure ND H100 v5 NCCL all_reduce',
+            check_jobid=f'nccl-{day}-{index}',
+            check_job_nodelist=[node], check_num_tasks=8))
+    return rows
+
+
+def build(home: Path) -> list[dict]:
+    """Write the store under *home*/results; return the distinct rows."""
+    written = []
+    for day in range(DAYS):
+        when = NOW - dt.timedelta(days=DAYS - 1 - day, hours=10)
+        for cluster, rows_of in (('eastus', _eastus), ('westeu', _westeu)):
+            session = f'{when:%Y%m%dT%H%M%SZ}-{cluster}'
+            rows = rows_of(day, when, session)
+            path = home / 'results' / f'{when:%Y-%m-%d}' / f'{session}.jsonl'
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lines = [json.dumps(row) for row in rows]
+            lines += [json.dumps(row) for row in rows
+                      if row['record_id'] == DUPLICATED]
+            path.write_text(''.join(line + '\n' for line in lines))
+            written.extend(rows)
+    return written

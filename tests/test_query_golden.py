@@ -1,0 +1,128 @@
+"""Every shipped query on a small realistic store (tests/query_store.py),
+run by the local engine (DuckDB + duckdb-kql) at a fixed 'now': the rows
+must be the expected ones in tests/data/query_golden/<name>.json.
+
+To regenerate after a deliberate change to a query or the store, run with
+CLUSTERPROOF_UPDATE_GOLDEN=1, then read the diff before committing it."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from scripts.query import library, output
+from scripts.query.runner import Runner
+from tests import query_store
+
+GOLDEN = Path(__file__).resolve().parent / 'data' / 'query_golden'
+NAMES = [name for name in library.shipped() if name != library.BASE_NAME]
+
+
+@pytest.fixture(scope='module')
+def store_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp('store')
+    rows = query_store.build(home)
+    return home, rows
+
+
+@pytest.fixture(scope='module')
+def runner(store_home):
+    home, _ = store_home
+    return Runner(results_dir=home / 'results', now=query_store.NOW)
+
+
+def as_rows(result) -> list[dict]:
+    return json.loads(output.as_json(result))
+
+
+@pytest.mark.parametrize('name', NAMES)
+def test_golden_rows(runner, name):
+    rows = as_rows(runner.run(name))
+    path = GOLDEN / f'{name}.json'
+    if os.environ.get('CLUSTERPROOF_UPDATE_GOLDEN'):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(rows, indent=1) + '\n')
+    assert rows == json.loads(path.read_text())
+
+
+def test_the_base_counts_a_twice_stored_record_once(store_home, runner):
+    home, rows = store_home
+    stored_lines = sum(len(p.read_text().splitlines())
+                       for p in (home / 'results').glob('*/*.jsonl'))
+    assert stored_lines == len(rows) + 1          # the duplicate is there
+    result = runner.run('results')
+    ids = [r['record_id'] for r in result.records()]
+    assert sorted(ids) == sorted(r['record_id'] for r in rows)
+
+
+def test_node_outliers_finds_the_one_bad_node(runner):
+    outliers = [r for r in runner.run('node_outliers').records()
+                if r['outlier']]
+    assert [(r['node'], r['check_perf_var'], r['cluster']) for r in outliers] \
+        == [('hb-3', 'triad_bw', 'prod-eastus')]
+    [bad] = outliers
+    assert bad['value'] == 560000.0 and bad['peers'] == 4
+    assert bad['worse_pct'] > 10 and bad['robust_z'] < -3.5
+
+
+def test_node_outliers_keeps_devices_apart(runner):
+    rows = [r for r in runner.run('node_outliers').records()
+            if r['check_perf_var'] == 'bw_avg']
+    assert {r['device'] for r in rows} == set(query_store.HCAS)
+    assert all(r['peers'] == len(query_store.ND_NODES) for r in rows)
+
+
+def test_regressions_find_the_drop_the_latency_and_the_failed_reference(
+        runner):
+    found = {(r['check_perf_var'], r['reason'])
+             for r in runner.run('regressions').records()}
+    assert found == {('triad_bw', 'below baseline and reference'),
+                     ('latency', 'below baseline'),
+                     ('write_bandwidth_mib', 'below reference')}
+
+
+def test_failures_fold_metrics_into_one_row_per_test(runner):
+    rows = runner.run('failures').records()
+    assert sorted(r['check_jobid'] for r in rows) == \
+        sorted(['ior-77', '162', 'nccl-6-2'])
+    ior = next(r for r in rows if r['check_jobid'] == 'ior-77')
+    assert ior['failed_metrics'] == ['write_bandwidth_mib']
+
+
+def test_run_summary_counts_tests_nodes_and_not_measured(runner):
+    rows = {r['session_id']: r for r in runner.run('run_summary').records()}
+    east = rows['20261120T020000Z-eastus']
+    assert (east['tests_run'], east['tests_passed'], east['tests_failed'],
+            east['nodes_covered']) == (5, 4, 1, 4)
+    assert east['slowest_metric'] == 'StreamCheck triad_bw'
+    assert east['slowest_pct_of_reference'] == 80.0
+    west = rows['20261120T020000Z-westeu']
+    assert (west['not_measured'], west['tests_failed']) == (1, 1)
+
+
+def test_share_of_reference_shows_percent_of_peak_beside_reference(runner):
+    rows = [r for r in runner.run('share_of_reference').records()
+            if r['check_perf_var'] == 'bw_avg' and r['device'] == 'mlx5_ib1']
+    assert rows and all(r['pct_of_peak'] is not None for r in rows)
+    nd1 = rows[0]
+    assert nd1['pct_of_reference'] == round(100 * 388 / 390, 1)
+    assert nd1['pct_of_peak'] == round(100 * 388 / 400, 1)
+
+
+def test_filters_narrow_every_query(store_home):
+    home, _ = store_home
+    west = Runner(results_dir=home / 'results', now=query_store.NOW,
+                  filters=library.Filters(cluster='prod-westeu'))
+    assert {r['cluster'] for r in west.run('trends').records()} == \
+        {'prod-westeu'}
+    since = query_store.NOW.replace(hour=0)
+    recent = Runner(results_dir=home / 'results', now=query_store.NOW,
+                    filters=library.Filters(since=since, partition='hbv4'))
+    summary = recent.run('run_summary').records()
+    assert [r['session_id'] for r in summary] == ['20261120T020000Z-eastus']
+
+
+def test_an_empty_store_answers_no_rows(tmp_path):
+    runner = Runner(results_dir=tmp_path / 'results', now=query_store.NOW)
+    for name in library.shipped():
+        assert runner.run(name).rows == [], name
