@@ -7,7 +7,12 @@ over HTTPS on 127.0.0.1 with a throwaway certificate:
   {stream}?api-version=2023-01-01 with a bearer token and a JSON array
   (gzip allowed), 204 on success, 413 over 1 MB, 401 without a valid token,
   404 for an unknown rule or stream; a bare object is accepted and dropped,
-  as the real service does.
+  as the real service does;
+- the Log Analytics query API: POST {base_url}/v1/workspaces/{workspace_id}/
+  query with a bearer token and {"query", "timespan"?}, answering
+  {"tables": [{"name": "PrimaryResult", "columns": [{"name", "type"}],
+  "rows": [[...]]}]} from the pluggable `answer_query(query, timespan)`,
+  which returns a list of dicts (404 for another workspace).
 
 Tests can queue failures (status + headers) to exercise retries.
 """
@@ -82,6 +87,10 @@ class FakeAzure:
     # (status, headers) answered to the next ingestion POSTs, in order
     failures: list = field(default_factory=list)
     base_url: str = ''
+    workspace_id: str = '00000000-0000-0000-0000-00000000cafe'
+    # Log Analytics queries: answer_query(query, timespan) -> list[dict]
+    answer_query: object = None
+    queries: list = field(default_factory=list)      # (query, timespan)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -141,6 +150,8 @@ def _handler_for(fake: FakeAzure):
             length = int(self.headers.get('Content-Length') or 0)
             raw = self.rfile.read(length)
             parts = url.path.strip('/').split('/')
+            if parts[:2] == ['v1', 'workspaces']:
+                return self._query(parts, raw)
             record = Upload(self.path, dict(self.headers), None, 0)
 
             def reject(status, code, message, headers=None):
@@ -180,7 +191,65 @@ def _handler_for(fake: FakeAzure):
                 fake.uploads.append(record)
             self._reply(204)
 
+        def _query(self, parts, raw):
+            if self.headers.get('Authorization', '') != \
+                    f'Bearer {fake.token}':
+                return self._error(403, 'InsufficientAccessError',
+                                   'missing or bad token')
+            if len(parts) != 4 or parts[3] != 'query' or \
+                    parts[2] != fake.workspace_id:
+                return self._error(404, 'WorkspaceNotFoundError',
+                                   '/'.join(parts))
+            if self.headers.get('Content-Encoding') == 'gzip':
+                raw = gzip.decompress(raw)
+            body = json.loads(raw)
+            with fake.lock:
+                fake.queries.append((body['query'], body.get('timespan')))
+            if fake.answer_query is None:
+                return self._error(500, 'NoAnswer', 'answer_query unset')
+            rows = fake.answer_query(body['query'], body.get('timespan'))
+            self._reply(200, {'tables': [query_table(rows)]})
+
     return Handler
+
+
+def _kusto_type(values) -> str:
+    present = [v for v in values if v is not None]
+    if not present:
+        return 'string'
+    if all(isinstance(v, bool) for v in present):
+        return 'bool'
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return 'long'
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool)
+           for v in present):
+        return 'real'
+    if all(isinstance(v, (list, dict)) for v in present):
+        return 'dynamic'
+    if all(isinstance(v, str) and _is_datetime(v) for v in present):
+        return 'datetime'
+    return 'string'
+
+
+def _is_datetime(text: str) -> bool:
+    try:
+        dt.datetime.fromisoformat(text.replace('Z', '+00:00'))
+    except ValueError:
+        return False
+    return 'T' in text
+
+
+def query_table(rows: list[dict]) -> dict:
+    """Rows as Log Analytics' PrimaryResult table: columns typed from the
+    values, dynamic values as JSON text (as the service sends them)."""
+    names = list(rows[0]) if rows else []
+    types = [_kusto_type([row.get(n) for row in rows]) for n in names]
+    table_rows = [[json.dumps(row.get(n)) if kind == 'dynamic' and
+                   row.get(n) is not None else row.get(n)
+                   for n, kind in zip(names, types)] for row in rows]
+    return {'name': 'PrimaryResult',
+            'columns': [{'name': n, 'type': t} for n, t in zip(names, types)],
+            'rows': table_rows}
 
 
 @pytest.fixture

@@ -142,11 +142,12 @@ def _westeu(day: int, when: dt.datetime, session: str) -> list[dict]:
     return rows
 
 
-def build(home: Path) -> list[dict]:
-    """Write the store under *home*/results; return the distinct rows."""
+def build(home: Path, now: dt.datetime = NOW) -> list[dict]:
+    """Write the store under *home*/results, its last runs ten hours before
+    *now*; return the distinct rows."""
     written = []
     for day in range(DAYS):
-        when = NOW - dt.timedelta(days=DAYS - 1 - day, hours=10)
+        when = now - dt.timedelta(days=DAYS - 1 - day, hours=10)
         for cluster, rows_of in (('eastus', _eastus), ('westeu', _westeu)):
             session = f'{when:%Y%m%dT%H%M%SZ}-{cluster}'
             rows = rows_of(day, when, session)

@@ -44,7 +44,7 @@ def test_parse_usage_errors_exit_2():
 
 
 def test_every_subcommand_explains_itself():
-    for command in ('parse', 'ingest', 'sandbox', 'deploy'):
+    for command in ('parse', 'ingest', 'sandbox', 'deploy', 'query', 'report'):
         result = cli(command, '--help')
         assert result.returncode == 0, result.stderr
         assert 'usage: clusterproof ' + command in result.stdout
