@@ -86,7 +86,7 @@ var trendsItem = {
   content: {
     version: 'KqlItem/1.0'
     title: 'Daily median of {Metric} per cluster, VM SKU and test'
-    query: '${resultsLet}${trendsQuery}${metricFilter}| project day, series = strcat(cluster, \' \', vm_sku, \' \', test), median_value\n'
+    query: '${resultsLet}${trendsQuery}${metricFilter}| project day, series = strcat(cluster, \' \', vm_sku, \' \', test, \' \', device), median_value\n'
     size: 0
     queryType: 0
     resourceType: workspaceType

@@ -11,7 +11,7 @@ from scripts.query.result import Result
 
 UNIT_COLUMN = 'check_perf_unit'
 # Columns that hold a measurement in the row's unit.
-_MEASURED = ('value', 'median', 'min_value', 'max_value', 'reference',
+_MEASURED = ('value', 'median', 'min_value', 'max_value', 'reference', '_bound',
              'peak', 'check_perf_ref', 'check_perf_peak')
 
 
