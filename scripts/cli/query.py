@@ -28,6 +28,16 @@ def add_parser(subparsers):
                         help='a shipped query (see --list) or a .kql file')
     parser.add_argument('--list', action='store_true',
                         help='list the shipped queries and exit')
+    add_selection_arguments(parser)
+    form = parser.add_mutually_exclusive_group()
+    form.add_argument('--json', action='store_true',
+                      help='a JSON array of rows')
+    form.add_argument('--csv', action='store_true', help='CSV with a header')
+    parser.set_defaults(func=run)
+
+
+def add_selection_arguments(parser):
+    """Where the rows come from and which: shared with `report`."""
     parser.add_argument('--workspace', default=None,
                         help='Log Analytics workspace id (default: '
                              'LOGS_WORKSPACE_ID; --local ignores it)')
@@ -39,11 +49,10 @@ def add_parser(subparsers):
                         help='only rows completed since then')
     parser.add_argument('--cluster', help='only this cluster')
     parser.add_argument('--partition', help='only this partition')
-    form = parser.add_mutually_exclusive_group()
-    form.add_argument('--json', action='store_true',
-                      help='a JSON array of rows')
-    form.add_argument('--csv', action='store_true', help='CSV with a header')
-    parser.set_defaults(func=run)
+
+
+def filters_of(args) -> library.Filters:
+    return library.Filters(args.since, args.cluster, args.partition)
 
 
 def since_time(text: str) -> dt.datetime:
@@ -84,8 +93,7 @@ def run(args) -> int:
         print('clusterproof query: name a query or a .kql file '
               '(--list shows the shipped ones)', file=sys.stderr)
         return EXIT_USAGE
-    filters = library.Filters(args.since, args.cluster, args.partition)
-    runner = Runner(workspace_of(args), filters)
+    runner = Runner(workspace_of(args), filters_of(args))
     try:
         result = runner.run(args.query)
     except library.QueryError as err:

@@ -1,0 +1,106 @@
+"""What the report shows, gathered by running the shipped queries: one
+trend series per cluster, SKU, test, metric and device; the latest verdict
+per node; bad nodes (failing or outlying) and regressions first."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections import defaultdict
+
+from scripts.query.runner import Runner
+
+
+@dataclasses.dataclass
+class Series:
+    cluster: str
+    vm_sku: str
+    test: str
+    metric: str
+    device: str
+    unit: str
+    days: list[dict]          # trends rows, oldest first
+
+    @property
+    def title(self) -> str:
+        device = f' ({self.device})' if self.device else ''
+        return f'{self.test} {self.metric}{device}'
+
+    @property
+    def latest(self) -> dict:
+        return self.days[-1]
+
+    def first_known(self, key: str):
+        for day in reversed(self.days):
+            if day.get(key) not in (None, ''):
+                return day[key]
+        return None
+
+
+@dataclasses.dataclass
+class Report:
+    source: str
+    generated: dt.datetime
+    series: list[Series]
+    latest_by_node: list[dict]
+    bad_nodes: list[dict]
+    regressions: list[dict]
+    runs: list[dict]
+
+    def groups(self) -> dict[tuple[str, str], list[Series]]:
+        """Series by (cluster, VM SKU), in a stable order."""
+        grouped = defaultdict(list)
+        for series in self.series:
+            grouped[(series.cluster or '', series.vm_sku or '')].append(series)
+        return dict(sorted(grouped.items()))
+
+
+def _series(trends: list[dict]) -> list[Series]:
+    by_key = defaultdict(list)
+    for row in trends:
+        key = (row['cluster'], row['vm_sku'], row['test'],
+               row['check_perf_var'], row['device'] or '',
+               row['check_perf_unit'])
+        by_key[key].append(row)
+    return [Series(*key[:5], key[5] or '', sorted(days, key=lambda d: d['day']))
+            for key, days in sorted(by_key.items(),
+                                    key=lambda item: tuple(map(str, item[0])))]
+
+
+def _bad_nodes(latest: list[dict], outliers: list[dict]) -> list[dict]:
+    """A node is bad when its latest verdict of a test is a failure, or it
+    is an outlier among its peers in a run."""
+    bad = [{'cluster': r['cluster'], 'partition': r['check_partition'],
+            'node': r['node'], 'why': f"{r['check_name']} failed",
+            'detail': r['check_fail_reason'] or '', 'when': r['completed']}
+           for r in latest if r['check_result'] == 'fail']
+    for r in outliers:
+        if not r['outlier']:
+            continue
+        device = f" {r['device']}" if r['device'] else ''
+        bad.append({
+            'cluster': r['cluster'], 'partition': r['check_partition'],
+            'node': r['node'],
+            'why': f"{r['test']} {r['check_perf_var']}{device}: outlier",
+            'detail': f"{r['value']:g} {r['check_perf_unit']} against a peer "
+                      f"median of {r['peer_median']:g} "
+                      f"{r['check_perf_unit']} ({r['worse_pct']:g}% worse, "
+                      f"{r['peers']} nodes, robust z {r['robust_z']})",
+            'when': r['completed']})
+    return sorted(bad, key=lambda b: (b['cluster'] or '', b['node'] or '',
+                                      b['why']))
+
+
+def gather(runner: Runner) -> Report:
+    latest = runner.run('latest_by_node').records()
+    # Failures first, then by cluster and node.
+    latest.sort(key=lambda r: (r['check_result'] != 'fail',
+                               r['cluster'] or '', r['node'] or '',
+                               r['check_name'] or ''))
+    return Report(
+        source=runner.where,
+        generated=dt.datetime.now(dt.timezone.utc),
+        series=_series(runner.run('trends').records()),
+        latest_by_node=latest,
+        bad_nodes=_bad_nodes(latest, runner.run('node_outliers').records()),
+        regressions=runner.run('regressions').records(),
+        runs=runner.run('run_summary').records())

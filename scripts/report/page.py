@@ -1,0 +1,136 @@
+"""The report as one HTML file: inline CSS, inline SVG, no script and no
+external reference, so it opens anywhere, offline."""
+from __future__ import annotations
+
+from html import escape
+
+from scripts.query.output import human
+from scripts.report.model import Report, Series
+from scripts.report.svg import trend_chart
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:24px;color:#1b1b1b;max-width:1400px}
+h1{margin-bottom:4px}h2{border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}
+.meta{color:#555}table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f3f3f3}td.num{text-align:right;white-space:nowrap}
+tr.fail td{background:#fde8e8}.verdict-fail{color:#b00020;font-weight:600}
+.verdict-pass{color:#1b6e1b}.charts{display:flex;flex-wrap:wrap;gap:16px}
+figure{margin:0;border:1px solid #ddd;padding:8px;background:#fff}
+figcaption{font-size:13px;max-width:560px}.none{color:#555;font-style:italic}
+svg .plot{fill:#fafafa;stroke:#ccc}svg .reference-band{fill:#d9f2d9}
+svg .reference{stroke:#2e7d32;stroke-dasharray:4 3}svg .median{fill:none;stroke:#1f5fa8;stroke-width:2}
+svg .range{stroke:#8fb3de;stroke-width:3}svg .day{fill:#1f5fa8}
+svg .failed-day{fill:#d32f2f;stroke:#fff;stroke-width:1.5}svg .axis{font-size:11px;fill:#444}
+"""
+
+
+def _table(table_id: str, columns: list[tuple[str, str]], rows: list[dict],
+           fail_key: str | None = None, unit_key: str | None = None) -> str:
+    """columns: (key, header). Numbers right-aligned with the row's unit."""
+    if not rows:
+        return f'<p class="none" id="{table_id}">None.</p>'
+    head = ''.join(f'<th>{escape(h)}</th>' for _, h in columns)
+    body = []
+    for row in rows:
+        failed = fail_key and row.get(fail_key) == 'fail'
+        unit = row.get(unit_key) if unit_key else None
+        cells = []
+        for key, _ in columns:
+            value = row.get(key)
+            text = escape(human(value, key, unit))
+            css = ' class="num"' if isinstance(value, (int, float)) and \
+                not isinstance(value, bool) else ''
+            if key == fail_key and value:
+                text = f'<span class="verdict-{escape(value)}">{text}</span>'
+            cells.append(f'<td{css}>{text}</td>')
+        cls = ' class="fail"' if failed else ''
+        body.append(f'<tr{cls}>{"".join(cells)}</tr>')
+    return (f'<table id="{table_id}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>')
+
+
+def _caption(series: Series) -> str:
+    latest = series.latest
+    unit = series.unit
+    parts = [f'<b>{escape(series.title)}</b>: latest median '
+             f'{escape(human(latest["median_value"], "median_value", unit))} '
+             f'on {latest["day"]:%Y-%m-%d}']
+    reference = series.first_known('reference')
+    if reference:
+        source = series.first_known('reference_source')
+        parts.append(f'reference {escape(human(reference, "reference", unit))}'
+                     + (f' ({escape(source)})' if source else '')
+                     + f', {latest["median_value"] / reference:.1%} of it')
+    else:
+        parts.append('no published reference: shown without a verdict')
+    peak = series.first_known('peak')
+    if peak:
+        source = series.first_known('peak_source')
+        parts.append(f'peak {escape(human(peak, "peak", unit))}'
+                     + (f' ({escape(source)})' if source else '')
+                     + f', {latest["median_value"] / peak:.1%} of it')
+    failed = sum(d.get('failed_runs') or 0 for d in series.days)
+    if failed:
+        parts.append(f'<span class="verdict-fail">{failed} failed run(s), '
+                     'marked in red</span>')
+    return '; '.join(parts) + '.'
+
+
+def _figure(series: Series) -> str:
+    data = escape(f'{series.cluster}|{series.vm_sku}|{series.test}|'
+                  f'{series.metric}|{series.device}')
+    return (f'<figure class="trend" data-series="{data}">'
+            f'{trend_chart(series.days, series.unit)}'
+            f'<figcaption>{_caption(series)}</figcaption></figure>')
+
+
+def render(report: Report) -> str:
+    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+           '<title>clusterproof report</title>',
+           f'<style>{CSS}</style></head><body>',
+           '<h1>clusterproof report</h1>',
+           f'<p class="meta">From {escape(report.source)}, generated '
+           f'{report.generated:%Y-%m-%d %H:%M} UTC. Each number carries its '
+           'unit; references and peaks name their source.</p>']
+    out.append('<h2 id="bad">Bad nodes</h2>')
+    out.append(_table('bad-nodes', [
+        ('cluster', 'cluster'), ('partition', 'partition'), ('node', 'node'),
+        ('why', 'why'), ('detail', 'detail'), ('when', 'when')],
+        report.bad_nodes))
+    out.append('<h2 id="regress">Regressions</h2>')
+    out.append(_table('regressions', [
+        ('cluster', 'cluster'), ('vm_sku', 'VM SKU'),
+        ('check_name', 'test'), ('check_perf_var', 'metric'),
+        ('check_perf_value', 'latest'), ('baseline_value', 'baseline'),
+        ('change', 'change'), ('check_perf_ref', 'reference'),
+        ('reason', 'reason'), ('completed', 'when')],
+        report.regressions, unit_key='check_perf_unit'))
+    out.append('<h2 id="runs">Runs</h2>')
+    out.append(_table('runs', [
+        ('started', 'started'), ('cluster', 'cluster'),
+        ('session_id', 'session'), ('tests_run', 'tests'),
+        ('tests_passed', 'passed'), ('tests_failed', 'failed'),
+        ('not_measured', 'not measured'), ('nodes_covered', 'nodes'),
+        ('slowest_metric', 'furthest below reference'),
+        ('slowest_pct_of_reference', '% of reference')], report.runs))
+    out.append('<h2 id="latest">Latest verdict per check and node</h2>')
+    out.append(_table('latest-verdicts', [
+        ('cluster', 'cluster'), ('check_partition', 'partition'),
+        ('node', 'node'), ('check_name', 'check'),
+        ('check_result', 'verdict'), ('check_fail_reason', 'reason'),
+        ('completed', 'when')], report.latest_by_node,
+        fail_key='check_result'))
+    out.append('<h2 id="trends">Trends</h2>')
+    groups = report.groups()
+    if not groups:
+        out.append('<p class="none">No measured values yet.</p>')
+    for (cluster, vm_sku), series in groups.items():
+        out.append(f'<section class="cluster" data-cluster="{escape(cluster)}"'
+                   f' data-sku="{escape(vm_sku)}"><h3>{escape(cluster)} · '
+                   f'{escape(vm_sku or "unknown SKU")}</h3>'
+                   '<div class="charts">')
+        out.extend(_figure(s) for s in series)
+        out.append('</div></section>')
+    out.append('</body></html>\n')
+    return ''.join(out)
