@@ -11,7 +11,6 @@ import pytest
 from scripts.query import library, local, output
 from tests import query_store
 from tests.helpers import suite_env
-from tests.loopback_azure import fake_azure  # noqa: F401 (fixture)
 from tests.test_cli import cli
 
 NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
@@ -26,6 +25,23 @@ def home(tmp_path):
 def local_env(home):
     env = suite_env(home)
     env.pop('LOGS_WORKSPACE_ID', None)
+    return env
+
+
+def cloud_env(home, fake, workspace: bool = True) -> dict:
+    """The CLI's environment for the loopback Log Analytics: its query API
+    answers by running the KQL it receives on the store under *home*."""
+    con = local.connect(home / 'results')
+    fake.answer_query = lambda query, timespan: json.loads(
+        output.as_json(local.run(con, query)))
+    env = local_env(home)
+    env.update({
+        'LOGS_QUERY_ENDPOINT': fake.base_url,
+        'IDENTITY_ENDPOINT': f'{fake.base_url}/msi/token',
+        'IDENTITY_HEADER': fake.identity_header,
+    })
+    if workspace:
+        env['LOGS_WORKSPACE_ID'] = fake.workspace_id
     return env
 
 
@@ -99,17 +115,8 @@ def test_unknown_query_and_bad_since_are_usage_errors(home):
     assert done.returncode == 2 and '--since' in done.stderr
 
 
-def test_the_same_query_in_log_analytics(home, fake_azure):  # noqa: F811
-    con = local.connect(home / 'results')
-    fake_azure.answer_query = lambda query, timespan: json.loads(
-        output.as_json(local.run(con, query)))
-    env = local_env(home)
-    env.update({
-        'LOGS_WORKSPACE_ID': fake_azure.workspace_id,
-        'LOGS_QUERY_ENDPOINT': fake_azure.base_url,
-        'IDENTITY_ENDPOINT': f'{fake_azure.base_url}/msi/token',
-        'IDENTITY_HEADER': fake_azure.identity_header,
-    })
+def test_the_same_query_in_log_analytics(home, fake_azure):
+    env = cloud_env(home, fake_azure)
     cloud = cli('query', 'node_outliers', '--json', '--cluster',
                 'prod-eastus', env=env)
     assert cloud.returncode == 0, cloud.stderr
@@ -124,13 +131,8 @@ def test_the_same_query_in_log_analytics(home, fake_azure):  # noqa: F811
     assert any(r['outlier'] for r in json.loads(cloud.stdout))
 
 
-def test_log_analytics_refusal_is_a_clear_error(home, fake_azure):  # noqa: F811
-    env = local_env(home)
-    env.update({
-        'LOGS_QUERY_ENDPOINT': fake_azure.base_url,
-        'IDENTITY_ENDPOINT': f'{fake_azure.base_url}/msi/token',
-        'IDENTITY_HEADER': fake_azure.identity_header,
-    })
+def test_log_analytics_refusal_is_a_clear_error(home, fake_azure):
+    env = cloud_env(home, fake_azure, workspace=False)
     done = cli('query', 'trends', '--workspace', 'not-this-workspace',
                env=env)
     assert done.returncode == 1

@@ -3,7 +3,6 @@ in headless Chromium (Debian's `chromium`, installed by
 `scripts/setup.sh --test`) on the DOM it builds; the screenshot stays in a
 temporary directory."""
 import datetime as dt
-import json
 import re
 import shutil
 import subprocess
@@ -11,12 +10,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from scripts.query import local, output
 from scripts.report.svg import trend_chart
 from tests import query_store
-from tests.loopback_azure import fake_azure  # noqa: F401 (fixture)
 from tests.test_cli import cli
-from tests.test_query_cli import local_env
+from tests.test_query_cli import cloud_env, local_env
 
 NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
 SERIES = 6      # StreamCheck, OSU, IOR; NCCL, perftest x 2 HCAs
@@ -137,17 +134,9 @@ def test_a_screenshot_in_a_temporary_directory(report, tmp_path):
     assert shot.stat().st_size > 20000
 
 
-def test_the_report_from_log_analytics(tmp_path, fake_azure):  # noqa: F811
+def test_the_report_from_log_analytics(tmp_path, fake_azure):
     query_store.build(tmp_path, now=NOW)
-    con = local.connect(tmp_path / 'results')
-    fake_azure.answer_query = lambda query, timespan: json.loads(
-        output.as_json(local.run(con, query)))
-    env = local_env(tmp_path)
-    env.update({
-        'LOGS_QUERY_ENDPOINT': fake_azure.base_url,
-        'IDENTITY_ENDPOINT': f'{fake_azure.base_url}/msi/token',
-        'IDENTITY_HEADER': fake_azure.identity_header,
-    })
+    env = cloud_env(tmp_path, fake_azure, workspace=False)
     out = tmp_path / 'cloud.html'
     done = cli('report', '--out', str(out), '--workspace',
                fake_azure.workspace_id, env=env)

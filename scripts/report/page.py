@@ -58,23 +58,25 @@ def _caption(series: Series) -> str:
              f'on {latest["day"]:%Y-%m-%d}']
     reference = series.first_known('reference')
     if reference:
-        source = series.first_known('reference_source')
-        parts.append(f'reference {escape(human(reference, "reference", unit))}'
-                     + (f' ({escape(source)})' if source else '')
-                     + f', {latest["median_value"] / reference:.1%} of it')
+        parts.append(_share_of(series, 'reference', reference))
     else:
         parts.append('no published reference: shown without a verdict')
     peak = series.first_known('peak')
     if peak:
-        source = series.first_known('peak_source')
-        parts.append(f'peak {escape(human(peak, "peak", unit))}'
-                     + (f' ({escape(source)})' if source else '')
-                     + f', {latest["median_value"] / peak:.1%} of it')
+        parts.append(_share_of(series, 'peak', peak))
     failed = sum(d.get('failed_runs') or 0 for d in series.days)
     if failed:
         parts.append(f'<span class="verdict-fail">{failed} failed run(s), '
                      'marked in red</span>')
     return '; '.join(parts) + '.'
+
+
+def _share_of(series: Series, kind: str, value: float) -> str:
+    """'reference 700,000 MB/s (its source), 100.9% of it'."""
+    source = series.first_known(f'{kind}_source')
+    return (f'{kind} {escape(human(value, kind, series.unit))}'
+            + (f' ({escape(source)})' if source else '')
+            + f', {series.latest["median_value"] / value:.1%} of it')
 
 
 def _figure(series: Series) -> str:
