@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import os
 
+from azure.core.exceptions import AzureError, HttpResponseError
+from azure.identity import DefaultAzureCredential
+from azure.monitor.query import LogsQueryClient, LogsQueryStatus
+
 from scripts.query.result import QueryFailed, Result, plain
 
 DEFAULT_ENDPOINT = 'https://api.loganalytics.io'
@@ -16,11 +20,6 @@ class CloudQueryError(QueryFailed):
 
 
 def run(workspace_id: str, kql: str, credential=None) -> Result:
-    # Imported here: the local engine must work without these installed.
-    from azure.core.exceptions import AzureError, HttpResponseError
-    from azure.identity import DefaultAzureCredential
-    from azure.monitor.query import LogsQueryClient, LogsQueryStatus
-
     endpoint = os.environ.get('LOGS_QUERY_ENDPOINT') or DEFAULT_ENDPOINT
     credential = credential or DefaultAzureCredential()
     client = LogsQueryClient(credential, endpoint=endpoint)

@@ -58,13 +58,14 @@ def human(value, column: str = '', unit: str | None = None) -> str:
 
 def table(result: Result) -> str:
     """Aligned columns; measurements carry the row's unit, so the unit
-    column itself is left out."""
+    column itself is left out, and so are columns empty in every row."""
     if not result.rows:
         return '(no rows)\n'
-    show = [c for c in result.columns if c != UNIT_COLUMN] \
-        if UNIT_COLUMN in result.columns else list(result.columns)
+    records = result.records()
+    show = [c for c in result.columns if c != UNIT_COLUMN and
+            any(r[c] not in (None, '', []) for r in records)]
     cells = []
-    for record in result.records():
+    for record in records:
         unit = record.get(UNIT_COLUMN)
         cells.append([human(record[c], c, unit) for c in show])
     numeric = [all(_looks_numeric(row[i]) for row in cells)

@@ -3,10 +3,11 @@ workspace is given, else DuckDB over the local store."""
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from pathlib import Path
 
 from scripts.query import library
-from scripts.query.result import Result
+from scripts.query.result import QueryFailed, Result
 
 
 class Runner:
@@ -30,9 +31,23 @@ class Runner:
                  else library.resolve(name_or_file))
         text = library.compose(query, self.filters)
         if self.workspace:
-            from scripts.query import cloud
-            return cloud.run(self.workspace, text)
-        from scripts.query import local
+            return _engine('cloud').run(self.workspace, text)
+        local = _engine('local')
         if self._con is None:
             self._con = local.connect(self.results_dir)
         return local.run(self._con, text, self.now)
+
+
+def _engine(name: str):
+    """The engine module; its packages come from requirements.txt."""
+    try:
+        if name == 'cloud':
+            from scripts.query import cloud
+            return cloud
+        from scripts.query import local
+        return local
+    except ImportError as err:
+        raise QueryFailed(
+            f'{err.name} is not installed for {sys.executable}: run '
+            '`bash scripts/setup.sh`, then `.venv/bin/python '
+            'scripts/clusterproof ...` (or activate .venv)') from None
