@@ -467,6 +467,8 @@ def test_query_files_are_plain_kql_over_the_schema(path):
     first = text.splitlines()[0]
     assert re.fullmatch(rf'// name: {path.stem} - \S.{{20,}}', first), first
     assert '${' not in text
+    # The Log Analytics editor runs the query under the cursor up to a blank line.
+    assert '\n\n' not in text.strip()
     used = set(re.findall(r'\bcheck_\w+', text))
     assert used, path.name
     assert used <= {c['name'] for c in schema()['columns']}
