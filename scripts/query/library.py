@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import re
 from pathlib import Path
 
@@ -41,8 +42,9 @@ def _read(path: Path) -> Query:
     return Query(path.stem, '', text)
 
 
+@functools.cache
 def shipped() -> dict[str, Query]:
-    """The shipped queries by name, the base included."""
+    """The shipped queries by name, the base included (read once)."""
     return {path.stem: _read(path)
             for path in sorted(QUERY_DIR.glob('*.kql'))}
 

@@ -16,6 +16,8 @@ _MEASURED = ('value', 'median', 'min_value', 'max_value', 'reference', '_bound',
 
 
 def _is_measured(column: str) -> bool:
+    if 'of_' in column:            # a ratio: of_reference, pct_of_peak
+        return False
     return column.endswith(_MEASURED) or column.startswith('peer_median')
 
 
