@@ -144,6 +144,7 @@ def test_the_report_from_log_analytics(tmp_path, fake_azure):
     assert 'Log Analytics workspace' in done.stdout
     assert f'{SERIES} trend chart(s)' in done.stdout
     assert len(fake_azure.queries) == 5
+    assert fake_azure.token_requests == 1      # one credential for all five
     assert out.read_text().count('<figure class="trend"') == SERIES
 
 

@@ -19,10 +19,15 @@ class CloudQueryError(QueryFailed):
     """Log Analytics refused or failed the query; the message says why."""
 
 
-def run(workspace_id: str, kql: str, credential=None) -> Result:
+def connect(credential=None) -> LogsQueryClient:
+    """One client (and credential, which caches its token) for a session
+    of queries."""
     endpoint = os.environ.get('LOGS_QUERY_ENDPOINT') or DEFAULT_ENDPOINT
-    credential = credential or DefaultAzureCredential()
-    client = LogsQueryClient(credential, endpoint=endpoint)
+    return LogsQueryClient(credential or DefaultAzureCredential(),
+                           endpoint=endpoint)
+
+
+def run(client: LogsQueryClient, workspace_id: str, kql: str) -> Result:
     try:
         # No timespan: each query sets its own window (ago(...)).
         response = client.query_workspace(workspace_id, kql, timespan=None)

@@ -19,7 +19,7 @@ class Runner:
         self.filters = filters
         self.results_dir = results_dir
         self.now = now             # fixed 'now' for the local engine
-        self._con = None
+        self._con = None          # a DuckDB connection or a LogsQueryClient
 
     @property
     def where(self) -> str:
@@ -30,12 +30,13 @@ class Runner:
         query = (name_or_file if isinstance(name_or_file, library.Query)
                  else library.resolve(name_or_file))
         text = library.compose(query, self.filters)
-        if self.workspace:
-            return _engine('cloud').run(self.workspace, text)
-        local = _engine('local')
+        engine = _engine('cloud' if self.workspace else 'local')
         if self._con is None:
-            self._con = local.connect(self.results_dir)
-        return local.run(self._con, text, self.now)
+            self._con = (engine.connect() if self.workspace
+                         else engine.connect(self.results_dir))
+        if self.workspace:
+            return engine.run(self._con, self.workspace, text)
+        return engine.run(self._con, text, self.now)
 
 
 def _engine(name: str):
