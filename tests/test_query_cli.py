@@ -138,3 +138,17 @@ def test_log_analytics_refusal_is_a_clear_error(home, fake_azure):
     assert done.returncode == 1
     assert 'Log Analytics' in done.stderr and '404' in done.stderr
     assert 'Traceback' not in done.stderr
+
+
+def test_a_saved_function_by_name_in_log_analytics(home, fake_azure):
+    env = cloud_env(home, fake_azure)
+    fake_azure.answer_query = lambda query, timespan: [{'day': 'x'}]
+    done = cli('query', 'trends', '--saved-function', '--json', env=env)
+    assert done.returncode == 0, done.stderr
+    assert fake_azure.queries == [('clusterproof_trends\n', None)]
+    refused = cli('query', 'trends', '--saved-function', '--since', '1d',
+                  env=env)
+    assert refused.returncode == 2 and '--since' in refused.stderr
+    local_only = cli('query', 'trends', '--saved-function',
+                     env=local_env(home))
+    assert local_only.returncode == 2 and 'workspace' in local_only.stderr

@@ -29,6 +29,10 @@ def add_parser(subparsers):
     parser.add_argument('--list', action='store_true',
                         help='list the shipped queries and exit')
     add_selection_arguments(parser)
+    parser.add_argument('--saved-function', action='store_true',
+                        help='in Log Analytics, call the deployed function '
+                             'clusterproof_NAME instead of sending the '
+                             "file's text (no --since/--cluster/--partition)")
     form = parser.add_mutually_exclusive_group()
     form.add_argument('--json', action='store_true',
                       help='a JSON array of rows')
@@ -85,6 +89,17 @@ def list_queries() -> str:
                    for q in queries)
 
 
+def saved_function_problem(args, runner) -> str | None:
+    if not runner.workspace:
+        return 'needs a workspace (--workspace or LOGS_WORKSPACE_ID)'
+    if args.query not in library.shipped():
+        return f'needs a shipped query name, not {args.query!r}'
+    if args.since or args.cluster or args.partition:
+        return ('cannot take --since, --cluster or --partition: the '
+                'function carries its own base')
+    return None
+
+
 def run(args) -> int:
     if args.list:
         sys.stdout.write(list_queries())
@@ -94,6 +109,13 @@ def run(args) -> int:
               '(--list shows the shipped ones)', file=sys.stderr)
         return EXIT_USAGE
     runner = Runner(workspace_of(args), filters_of(args))
+    if args.saved_function:
+        problem = saved_function_problem(args, runner)
+        if problem:
+            print(f'clusterproof query: --saved-function {problem}',
+                  file=sys.stderr)
+            return EXIT_USAGE
+        args.query = library.saved_function_call(args.query)
     try:
         result = runner.run(args.query)
     except library.QueryError as err:

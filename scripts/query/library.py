@@ -16,7 +16,8 @@ from pathlib import Path
 
 QUERY_DIR = Path(__file__).resolve().parents[2] / 'bicep' / 'queries'
 BASE_NAME = 'results'
-BASE_FUNCTION = 'clusterproof_results'
+FUNCTION_PREFIX = 'clusterproof_'     # saved functions: clusterproof_<name>
+BASE_FUNCTION = FUNCTION_PREFIX + BASE_NAME
 _HEADER = re.compile(r'^// name: (\w+) - (.+)$')
 
 
@@ -29,6 +30,13 @@ class Query:
     name: str
     description: str
     text: str
+    standalone: bool = False   # sent as it is, without the base's let
+
+
+def saved_function_call(name: str) -> Query:
+    """A call of the deployed function clusterproof_<name> (Log Analytics
+    only: it carries the base itself)."""
+    return Query(name, '', f'{FUNCTION_PREFIX}{name}\n', standalone=True)
 
 
 def _read(path: Path) -> Query:
@@ -98,4 +106,6 @@ def compose(query: Query, filters: Filters | None = None) -> str:
     is run as it is (with the filters)."""
     if query.name == BASE_NAME and query.text == shipped()[BASE_NAME].text:
         return base_text(filters)
+    if query.standalone:
+        return query.text
     return f'let {BASE_FUNCTION} = {base_text(filters)};\n{query.text}'
