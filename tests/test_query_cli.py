@@ -152,3 +152,15 @@ def test_a_saved_function_by_name_in_log_analytics(home, fake_azure):
     local_only = cli('query', 'trends', '--saved-function',
                      env=local_env(home))
     assert local_only.returncode == 2 and 'workspace' in local_only.stderr
+
+
+def test_a_torn_line_is_left_out_and_said(home):
+    session = sorted((home / 'results').glob('*/*.jsonl'))[-1]
+    with open(session, 'a') as fp:          # a writer killed mid-line
+        fp.write('{"record_id": "torn", "check_perf_val')
+    done = cli('query', 'results', '--json', env=local_env(home))
+    assert done.returncode == 0, done.stderr
+    assert 'torn' not in {r['record_id'] for r in json.loads(done.stdout)}
+    assert '1 line(s) of the local store could not be read' in done.stderr
+    clean = cli('query', 'trends', env=local_env(home / 'elsewhere'))
+    assert clean.returncode == 0 and 'note' not in clean.stderr

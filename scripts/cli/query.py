@@ -125,6 +125,8 @@ def run(args) -> int:
         print(f'clusterproof query: {args.query} on {runner.where}: {err}',
               file=sys.stderr)
         return 1
+    for note in runner.notes():
+        print(f'clusterproof query: note: {note}', file=sys.stderr)
     if args.json:
         sys.stdout.write(output.as_json(result))
     elif args.csv:

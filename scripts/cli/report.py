@@ -33,6 +33,8 @@ def run(args) -> int:
     except QueryFailed as err:
         print(f'clusterproof report: {runner.where}: {err}', file=sys.stderr)
         return 1
+    for note in runner.notes():
+        print(f'clusterproof report: note: {note}', file=sys.stderr)
     try:
         args.out.write_text(page.render(report))
     except OSError as err:

@@ -16,6 +16,7 @@ from scripts.query.result import QueryFailed, Result, plain
 _DUCKDB_TYPES = {'datetime': 'TIMESTAMPTZ', 'string': 'VARCHAR',
                  'real': 'DOUBLE', 'int': 'INTEGER', 'long': 'BIGINT',
                  'boolean': 'BOOLEAN', 'dynamic': 'JSON'}
+_UNREAD = 'clusterproof_stored_lines'
 _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
                 'INTEGER': 'int', 'HUGEINT': 'long', 'VARCHAR': 'string',
                 'BOOLEAN': 'bool', 'JSON': 'dynamic', 'DATE': 'datetime'}
@@ -41,13 +42,24 @@ def connect(results_dir: Path | None = None):
         con.execute(f'CREATE TABLE "{table}" ({definitions})')
         return con
     file_list = '[' + ', '.join(_sql_string(f) for f in files) + ']'
-    # A torn last line (a session still writing, or killed) reads as a row
-    # of nulls: every real row has a record_id.
+    # An unreadable line (a torn last line of a session still writing, or
+    # killed) reads as a row of nulls; every real row has a record_id.
     con.execute(
-        f'CREATE TABLE "{table}" AS SELECT * FROM read_json({file_list}, '
+        f'CREATE TABLE {_UNREAD} AS SELECT * FROM read_json({file_list}, '
         f"columns={{{columns}}}, format='newline_delimited', "
-        'ignore_errors=true) WHERE record_id IS NOT NULL')
+        'ignore_errors=true)')
+    con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM {_UNREAD} '
+                'WHERE record_id IS NOT NULL')
     return con
+
+
+def unreadable_lines(con) -> int:
+    """How many stored lines could not be read as a row."""
+    try:
+        return con.execute(f'SELECT count(*) FROM {_UNREAD} '
+                           'WHERE record_id IS NULL').fetchone()[0]
+    except duckdb.CatalogException:       # an empty store
+        return 0
 
 
 def _kusto_type(duckdb_type) -> str:

@@ -21,6 +21,17 @@ class Runner:
         self.now = now             # fixed 'now' for the local engine
         self._con = None          # a DuckDB connection or a LogsQueryClient
 
+    def notes(self) -> list[str]:
+        """What the reader should know about the rows it read."""
+        if self.workspace or self._con is None:
+            return []
+        skipped = _engine('local').unreadable_lines(self._con)
+        if not skipped:
+            return []
+        return [f'{skipped} line(s) of the local store could not be read '
+                '(a session still writing, or a damaged file) and were left '
+                'out']
+
     @property
     def where(self) -> str:
         return (f'Log Analytics workspace {self.workspace}' if self.workspace
