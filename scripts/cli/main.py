@@ -7,6 +7,7 @@ import sys
 
 # Each module has add_parser(subparsers), which sets func=run.
 SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy']
+SUBCOMMANDS.append('acceptance')
 
 EXIT_USAGE = 2
 
