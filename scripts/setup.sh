@@ -18,6 +18,8 @@ TEST_PACKAGES=(
     slurm-wlm-mysql-plugin munge mariadb-server
     openmpi-bin libopenmpi-dev libpmix-dev gcc hpcc openssl
 )
+# systemd-analyze verify checks the schedule templates (scripts/schedules).
+TEST_PACKAGES+=(systemd)
 
 # Benchmarks Debian/Ubuntu ship: the suite runs them for real on this machine.
 RUN_PACKAGES=(openmpi-bin hpcc)
