@@ -172,6 +172,8 @@ def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
             # the tool ran and reported an error (sanity)
             metrics.append(Finding(**where, verdict=FAIL, reason=str(
                 case.get('fail_reason') or 'failed').strip()))
+        elif not metrics:
+            metrics.append(Finding(**where, verdict=PASS))
         if case.get('attempts', 1) > 1:
             for finding in metrics:
                 finding.reason = (finding.reason + f" (attempt "
