@@ -136,7 +136,12 @@ def apply_drains(drains: list[dict], dry_run: bool, say) -> None:
                 c if ' ' not in c else repr(c) for c in command))
             entry['done'] = False
             continue
-        slurm.drain(entry['node'], entry['reason'])
+        try:
+            slurm.drain(entry['node'], entry['reason'])
+        except slurm.SchedulerError as error:
+            entry['done'], entry['error'] = False, str(error)
+            say(f"could not drain {entry['node']}: {error}")
+            continue
         entry['done'] = True
         say(f"drained {entry['node']}: {entry['reason']}")
 
