@@ -143,8 +143,21 @@ def _metric_findings(case: dict, base: dict) -> list[Finding]:
         verdict = records.perf_result(result, ref, lower, upper)
         found.append(Finding(**base, verdict=verdict or PASS,
                              metric=key.split(':')[-1], value=value,
-                             unit=unit, reference=ref))
+                             unit=unit, reference=ref,
+                             reason=_bound_missed(value, ref, lower, upper)
+                             if verdict == FAIL else ''))
     return found
+
+
+def _bound_missed(value, ref, lower, upper) -> str:
+    """Which ReFrame bound (a fraction of the reference) the value missed."""
+    if None in (value, ref):
+        return 'outside the reference'
+    if lower is not None and value < ref * (1 + lower):
+        return f'below the lower bound {ref * (1 + lower):g}'
+    if upper is not None and value > ref * (1 + upper):
+        return f'above the upper bound {ref * (1 + upper):g}'
+    return 'outside the reference'
 
 
 def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
