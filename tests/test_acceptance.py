@@ -53,6 +53,20 @@ def test_pins_travel_as_one_reframe_parameter():
     assert plan.phases('pbs', 'q', None)[0].scope == 'unpinned'
 
 
+def test_collectives_run_once_over_every_node():
+    phases = plan.phases('sandbox', 'hbv4', NODES)
+    assert [p.scope for p in phases] == ['node', 'pair', 'set', 'whole']
+    options = plan.reframe_options(phases[2], plan.Selection(checks=['c']),
+                                   'r.json', 'prefix', retries=0)
+    assert options[options.index('-P') + 1] == \
+        'pinned_nodes=sb-n1,sb-n2,sb-n3,sb-n4'
+    assert 'OsuCollective.num_nodes=4' in options
+    assert 'NcclMultiNode.num_nodes=4' in options
+    whole = plan.reframe_options(phases[3], plan.Selection(checks=['c']),
+                                 'r.json', 'prefix', retries=0)
+    assert 'OsuCollective' in whole[whole.index('-x') + 1]
+
+
 def test_slurm_node_states_and_partition():
     states = slurm.parse_node_states(
         'sb-n1 idle\nsb-n2 drained\nsb-n3 idle*\nsb-n1 idle\nsb-n4 mixed\n')

@@ -1,11 +1,13 @@
 """Which checks run where, as ReFrame command lines.
 
-A check runs at one of three scopes:
+A check runs at one of four scopes:
 - node: on every node, one job per node (single-node checks);
 - pair: on node pairs around a ring, so that every node meets two different
   partners (a node failing with both is the bad one);
-- whole: once per partition, where the check puts itself (collectives,
-  storage); a failure there is a finding about the partition, not a node.
+- set: once over every usable node of the partition (collectives);
+- whole: once per partition, where the check puts itself (storage, staging).
+A failure at the last two scopes is a finding about the partition, not a
+node.
 Pinning uses the checks' ``pinned_nodes`` variable through ReFrame's
 ``-P`` (one test case per node or pair in one ReFrame session).
 """
@@ -18,7 +20,8 @@ NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
                'PerftestLoopback')
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
-SCOPES = ('node', 'pair', 'whole')
+SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
+SCOPES = ('node', 'pair', 'set', 'whole')
 
 PIN_VARIABLE = 'pinned_nodes'
 # Between -P values; a pair's nodes are separated by ',' inside one value.
@@ -47,6 +50,8 @@ def scope_of(check_name: str) -> str:
         return 'node'
     if check_name in PAIR_CHECKS:
         return 'pair'
+    if check_name in SET_CHECKS:
+        return 'set'
     return 'whole'
 
 
@@ -83,12 +88,18 @@ class Phase:
 
     def scope_options(self) -> list[str]:
         if self.scope == 'whole':
-            return ['-x', names_pattern(NODE_CHECKS + PAIR_CHECKS)]
-        names = NODE_CHECKS if self.scope == 'node' else PAIR_CHECKS
+            return ['-x', names_pattern(NODE_CHECKS + PAIR_CHECKS
+                                        + SET_CHECKS)]
+        names = {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
+                 'set': SET_CHECKS}[self.scope]
         values = VALUE_DELIMITER.join(','.join(pin) for pin in self.pins)
-        return ['-n', names_pattern(names),
-                '-P', f'{PIN_VARIABLE}={values}',
-                '--param-values-delim', VALUE_DELIMITER]
+        options = ['-n', names_pattern(names),
+                   '-P', f'{PIN_VARIABLE}={values}',
+                   '--param-values-delim', VALUE_DELIMITER]
+        if self.scope == 'set':
+            for name in SET_CHECKS:
+                options += ['-S', f'{name}.num_nodes={len(self.pins[0])}']
+        return options
 
 
 def phases(system: str, partition: str, nodes: list[str] | None
@@ -97,14 +108,15 @@ def phases(system: str, partition: str, nodes: list[str] | None
     list them (not Slurm): everything runs once, unpinned."""
     if nodes is None:
         return [Phase(system, partition, 'unpinned')]
-    found = [Phase(system, partition, 'whole')]
+    found = []
     if nodes:
-        found.insert(0, Phase(system, partition, 'node',
-                              [(node,) for node in nodes]))
+        found.append(Phase(system, partition, 'node',
+                           [(node,) for node in nodes]))
     pairs = ring_pairs(nodes)
     if pairs:
-        found.insert(1, Phase(system, partition, 'pair', pairs))
-    return found
+        found.append(Phase(system, partition, 'pair', pairs))
+        found.append(Phase(system, partition, 'set', [tuple(nodes)]))
+    return found + [Phase(system, partition, 'whole')]
 
 
 def reframe_options(phase: Phase, selection: Selection, report: str,

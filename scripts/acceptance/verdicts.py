@@ -164,7 +164,7 @@ def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
     """One finding per node (and metric) of one test case."""
     scope = scope_of(class_name(case))
     nodes = case_nodes(case)
-    if scope == 'whole' or not case.get('pinned_nodes'):
+    if scope in ('set', 'whole') or not case.get('pinned_nodes'):
         scope, nodes = 'whole', [WHOLE_PARTITION]
     base = {'partition': f"{case.get('system')}:{case.get('partition')}",
             'check': check_label(case), 'scope': scope,

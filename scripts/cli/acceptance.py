@@ -24,7 +24,9 @@ def add_parser(subparsers):
                     'some node bad, suspect or not measured; 2: the run '
                     'itself broke (scheduler down, configuration error) or '
                     'bad usage. Arguments after `--` go to ReFrame as they '
-                    'are (e.g. -- -S array_size=100000000).')
+                    'are (e.g. -- -S array_size=100000000); select with '
+                    '--tag and --exclude, not ReFrame\'s -n (it would widen '
+                    'every scope\'s selection).')
     parser.add_argument('--system', help='ReFrame system (default: by host '
                                          'name, or RFM_SYSTEM)')
     parser.add_argument('--partition', action='append', default=[],
