@@ -8,11 +8,12 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from scripts.acceptance import plan, session, slurm, verdicts
-from tests.helpers import DATA, REPO, STANDINS, suite_env
+from tests.helpers import DATA, REPO, STANDINS, stored_rows, suite_env
 
 NODES = ['sb-n1', 'sb-n2', 'sb-n3', 'sb-n4']
 LOW_STREAM = DATA / 'stream' / 'stream_c_omp2_20M_cpu_quota_10pct.out'
@@ -86,7 +87,7 @@ def pair_case(a, b, result, reason=None):
             'system': 'sb', 'partition': 'p', 'environ': 'builtin',
             'result': result, 'fail_phase': 'sanity' if reason else None,
             'fail_reason': reason, 'pinned_nodes': [a, b],
-            'job_nodes': [a, b], 'job_exitcode': 0 if reason else 0,
+            'job_nodes': [a, b], 'job_exitcode': 0,
             'perfvalues': {}}
 
 
@@ -190,8 +191,6 @@ def sandbox_env(slurm_sandbox, tmp_path):
 
 
 def stored(env):
-    from tests.helpers import stored_rows
-    from pathlib import Path
     return stored_rows(Path(env['CLUSTERPROOF_HOME']))
 
 

@@ -5,7 +5,6 @@ import fcntl
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from crontab import CronTab
