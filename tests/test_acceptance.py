@@ -113,6 +113,21 @@ def test_one_failing_pair_cannot_say_which_node():
                                        'sb-n2': 'suspect'}
 
 
+def test_a_node_slurm_cannot_use_or_no_check_reached_is_not_measured():
+    cases = [{**pair_case('sb-n1', 'sb-n3', 'pass'), 'name': 'StreamCheck',
+              'display_name': 'StreamCheck %.pinned_nodes=sb-n1',
+              'pinned_nodes': ['sb-n1'], 'job_nodes': ['sb-n1']}]
+    findings = [f for c in verdicts.final_cases({'runs': [
+        {'testcases': cases}]}) for f in verdicts.case_findings(c, {})]
+    judged = verdicts.node_verdicts(findings, {'sb:p': {
+        'sb-n1': 'idle', 'sb-n2': 'drained', 'sb-n3': 'idle'}})
+    assert [(v.node, v.verdict, v.findings[0].reason) for v in judged] == [
+        ('sb-n2', 'not_measured', 'Slurm state drained: no job can run '
+                                  'there'),
+        ('sb-n3', 'not_measured', 'no check reached this node'),
+        ('sb-n1', 'good', '')]
+
+
 def test_retries_judge_the_last_attempt():
     first = pair_case('sb-n1', 'sb-n2', 'fail', 'sanity error: x')
     again = pair_case('sb-n1', 'sb-n2', 'pass')
