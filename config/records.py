@@ -112,6 +112,8 @@ def _check_facts(check) -> dict:
     facts['metric_devices'] = getattr(check, 'metric_devices', {})
     facts['metric_peaks'] = getattr(check, 'metric_peaks', {})
     facts['peak_sources'] = getattr(check, 'peak_sources', {})
+    # What the job recorded, not ReFrame's first sacct poll (job_nodes.py)
+    facts['job_nodes'] = list(getattr(check, 'job_nodes', None) or [])
     return facts
 
 
@@ -147,7 +149,8 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
             attrs.get('check_perf_result'), attrs.get('check_perf_ref'),
             attrs.get('check_perf_lower_thres'),
             attrs.get('check_perf_upper_thres')),
-        'check_job_nodelist': attrs.get('check_job_nodelist') or [],
+        'check_job_nodelist': (facts.get('job_nodes')
+                               or attrs.get('check_job_nodelist') or []),
         'check_tags': attrs.get('check_tags') or [],
         'vm_sku': facts.get('vm_sku'),
         'check_params': facts.get('check_params', {}),

@@ -19,6 +19,8 @@ TEST_PACKAGES=(
     openmpi-bin libopenmpi-dev libpmix-dev gcc hpcc openssl
     chromium
 )
+# systemd-analyze verify checks the schedule templates (scripts/schedules).
+TEST_PACKAGES+=(systemd)
 
 # Benchmarks Debian/Ubuntu ship: the suite runs them for real on this machine.
 RUN_PACKAGES=(openmpi-bin hpcc)

@@ -1,4 +1,4 @@
-"""The Slurm sandbox for real: two slurmd nodes, MPI across them with PMIx,
+"""The Slurm sandbox for real: four slurmd nodes, MPI across them with PMIx,
 accounting through slurmdbd, idempotent start/stop; plus the messages and
 the agreement between the sandbox, its ReFrame system and scripts/setup.sh."""
 import argparse
@@ -52,11 +52,11 @@ def sacct_rows(job_id):
     return {row.split('|')[0]: row.split('|')[1:] for row in out.splitlines()}
 
 
-def test_both_nodes_idle_in_both_partitions(slurm_sandbox):
+def test_all_four_nodes_idle_in_both_partitions(slurm_sandbox):
     assert wait_until(lambda: sandbox.node_states(slurm_sandbox.dir)
-                      == {'sb-n1': 'idle', 'sb-n2': 'idle'})
+                      == {f'sb-n{i}': 'idle' for i in range(1, 5)})
     out = slurm('sinfo', '-h', '-o', '%P %D %t %N')
-    assert out.split('\n')[:2] == ['hbv4* 2 idle sb-n[1-2]', 'ndv5 2 idle sb-n[1-2]']
+    assert out.split('\n')[:2] == ['hbv4* 4 idle sb-n[1-4]', 'ndv5 4 idle sb-n[1-4]']
 
 
 def test_srun_spans_the_two_nodes(slurm_sandbox):

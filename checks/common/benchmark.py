@@ -4,13 +4,14 @@ from __future__ import annotations
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
+from .job_nodes import JobNodes
 from .parsed_output import ParsedOutput
 from .sku_references import SkuReferences
 from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool):
+                    ExternalTool, JobNodes):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

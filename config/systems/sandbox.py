@@ -1,9 +1,9 @@
-"""The two-node Slurm sandbox of `scripts/clusterproof sandbox start`.
+"""The four-node Slurm sandbox of `scripts/clusterproof sandbox start`.
 
 Never picked by hostname: select it with ``--system sandbox`` (or RFM_SYSTEM)
 after ``source <sandbox dir>/env``. Partitions mirror the sandbox's Slurm
 partitions, named like the Azure SKU families they stand in for; both hold the
-same two CPU-only nodes (sb-n1, sb-n2, 2 cores each) on this one host.
+same four CPU-only nodes (sb-n1 to sb-n4, 2 cores each) on this one host.
 ``hbv4-squeue`` is the same Slurm partition polled with squeue instead of sacct.
 """
 import os
@@ -55,7 +55,7 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
 
 system = {
     'name': 'sandbox',
-    'descr': 'Local two-node Slurm sandbox (scripts/clusterproof sandbox)',
+    'descr': 'Local four-node Slurm sandbox (scripts/clusterproof sandbox)',
     'hostnames': ['^clusterproof-sandbox$'],
     'modules_system': 'nomod',
     'partitions': [

@@ -1,0 +1,131 @@
+"""Which checks run where, as ReFrame command lines.
+
+A check runs at one of four scopes:
+- node: on every node, one job per node (single-node checks);
+- pair: on node pairs around a ring, so that every node meets two different
+  partners (a node failing with both is the bad one);
+- set: once over every usable node of the partition (collectives);
+- whole: once per partition, where the check puts itself (storage, staging).
+A failure at the last two scopes is a finding about the partition, not a
+node.
+Pinning uses the checks' ``pinned_nodes`` variable through ReFrame's
+``-P`` (one test case per node or pair in one ReFrame session).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
+               'HpcgCheck', 'HpcgSpackCheck', 'HpccNode', 'NcclSingleNode',
+               'PerftestLoopback')
+PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
+               'HpccTwoNodes')
+SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
+SCOPES = ('node', 'pair', 'set', 'whole')
+
+PIN_VARIABLE = 'pinned_nodes'
+# Between -P values; a pair's nodes are separated by ',' inside one value.
+VALUE_DELIMITER = ';'
+
+
+def ring_pairs(nodes: list[str]) -> list[tuple[str, str]]:
+    """Each node with the next one around the ring: with three nodes or
+    more every node has two different partners."""
+    if len(nodes) < 2:
+        return []
+    if len(nodes) == 2:
+        return [(nodes[0], nodes[1])]
+    return [(nodes[i], nodes[(i + 1) % len(nodes)])
+            for i in range(len(nodes))]
+
+
+def names_pattern(names) -> str:
+    """A ReFrame -n/-x pattern matching these test classes and their
+    parameterised variants (display names without spaces)."""
+    return '^(' + '|'.join(sorted(names)) + ')(%|$)'
+
+
+def scope_of(check_name: str) -> str:
+    if check_name in NODE_CHECKS:
+        return 'node'
+    if check_name in PAIR_CHECKS:
+        return 'pair'
+    if check_name in SET_CHECKS:
+        return 'set'
+    return 'whole'
+
+
+@dataclass
+class Selection:
+    """What the user asked for (ReFrame's own options)."""
+    checks: list[str]
+    tags: list[str] = field(default_factory=list)
+    excludes: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)  # passed to ReFrame as is
+
+    def options(self) -> list[str]:
+        options = []
+        for path in self.checks:
+            options += ['-c', path]
+        for tag in self.tags:
+            options += ['-t', tag]
+        for name in self.excludes:
+            options += ['-x', name]
+        return options + list(self.extra)
+
+
+@dataclass
+class Phase:
+    """One ReFrame session: one partition, one scope, its node pins."""
+    system: str
+    partition: str
+    scope: str
+    pins: list[tuple[str, ...]] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f'{self.partition}-{self.scope}'
+
+    def scope_options(self) -> list[str]:
+        if self.scope == 'whole':
+            return ['-x', names_pattern(NODE_CHECKS + PAIR_CHECKS
+                                        + SET_CHECKS)]
+        names = {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
+                 'set': SET_CHECKS}[self.scope]
+        values = VALUE_DELIMITER.join(','.join(pin) for pin in self.pins)
+        options = ['-n', names_pattern(names),
+                   '-P', f'{PIN_VARIABLE}={values}',
+                   '--param-values-delim', VALUE_DELIMITER]
+        if self.scope == 'set':
+            for name in SET_CHECKS:
+                options += ['-S', f'{name}.num_nodes={len(self.pins[0])}']
+        return options
+
+
+def phases(system: str, partition: str, nodes: list[str] | None
+           ) -> list[Phase]:
+    """The sessions of one partition; nodes None = the scheduler cannot
+    list them (not Slurm): everything runs once, unpinned."""
+    if nodes is None:
+        return [Phase(system, partition, 'unpinned')]
+    found = []
+    if nodes:
+        found.append(Phase(system, partition, 'node',
+                           [(node,) for node in nodes]))
+    pairs = ring_pairs(nodes)
+    if pairs:
+        found.append(Phase(system, partition, 'pair', pairs))
+        found.append(Phase(system, partition, 'set', [tuple(nodes)]))
+    return found + [Phase(system, partition, 'whole')]
+
+
+def reframe_options(phase: Phase, selection: Selection, report: str,
+                    prefix: str, retries: int) -> list[str]:
+    """ReFrame's options for one phase (after `reframe -C config`)."""
+    scope = [] if phase.scope == 'unpinned' else phase.scope_options()
+    options = ['--system', f'{phase.system}:{phase.partition}',
+               *selection.options(), *scope,
+               '--report-file', report, '--prefix', prefix, '--nocolor']
+    if retries:
+        options += ['--max-retries', str(retries)]
+    return options + ['-r']

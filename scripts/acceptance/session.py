@@ -1,0 +1,243 @@
+"""One acceptance run: list nodes, run ReFrame per scope, judge, drain,
+summarise, ship."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from config import azure_logs, store
+
+from . import plan, slurm, summary, verdicts
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / 'config' / 'config.py'
+SLURM_SCHEDULERS = ('slurm', 'squeue')
+DEFAULT_DRAIN_FRACTION = 0.1
+
+EXIT_GOOD, EXIT_FINDINGS, EXIT_BROKEN = 0, 1, 2
+
+
+class RunBroken(RuntimeError):
+    """The run itself failed (scheduler, configuration): nobody is blamed."""
+
+
+@dataclass
+class Options:
+    selection: plan.Selection
+    system: str | None = None
+    partitions: list[str] = field(default_factory=list)
+    retries: int = 0
+    drain: bool = False
+    dry_run: bool = False
+    max_drain: int | None = None
+
+
+def reframe_command() -> list[str]:
+    beside = Path(sys.executable).parent / 'reframe'
+    program = str(beside) if beside.exists() else (shutil.which('reframe')
+                                                  or 'reframe')
+    return [program, '-C', str(CONFIG)]
+
+
+def _show_config(system: str | None, path: str):
+    argv = reframe_command() + (['--system', system] if system else []) + \
+        ['--show-config', path]
+    result = subprocess.run(argv, capture_output=True, text=True,
+                            timeout=300, stdin=subprocess.DEVNULL)
+    text = result.stdout
+    start = min((i for i in (text.find('['), text.find('{'), text.find('"'))
+                 if i >= 0), default=-1)
+    if result.returncode != 0 or start < 0:
+        raise RunBroken(f'ReFrame could not load {CONFIG}: '
+                        f'{(result.stderr or result.stdout).strip()[-2000:]}')
+    return json.loads(text[start:])
+
+
+def system_partitions(system: str | None) -> tuple[str, list[dict]]:
+    return (_show_config(system, 'systems/0/name'),
+            _show_config(system, 'systems/0/partitions'))
+
+
+@dataclass
+class PhaseResult:
+    phase: plan.Phase
+    cases: list[dict]
+    skipped: dict[str, str]
+    log: Path
+
+
+def run_phase(phase: plan.Phase, options: Options, workdir: Path,
+              say) -> PhaseResult:
+    report = workdir / f'{phase.label}.report.json'
+    log = workdir / f'{phase.label}.log'
+    argv = reframe_command() + plan.reframe_options(
+        phase, options.selection, str(report), str(workdir / 'reframe'),
+        options.retries)
+    say(f'running {phase.scope} checks on {phase.system}:{phase.partition}'
+        + (f' ({len(phase.pins)} job sets)' if phase.pins else ''))
+    with open(log, 'w') as out:
+        result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
+                                text=True, stdin=subprocess.DEVNULL)
+    text = log.read_text(errors='replace')
+    if result.returncode == 0 and not report.exists():
+        data = {}  # nothing selected: ReFrame writes no report then
+    else:
+        data = _read_report(report, result.returncode, log)
+    cases = verdicts.final_cases(data)
+    say(f'  {len(cases)} test case(s); ReFrame output in {log}')
+    return PhaseResult(phase, cases, verdicts.skip_reasons(text), log)
+
+
+def _read_report(report: Path, returncode: int, log: Path) -> dict:
+    try:
+        return json.loads(report.read_text())
+    except (OSError, ValueError):
+        raise RunBroken(f'ReFrame wrote no run report {report.name} '
+                        f'(exit {returncode}); see {log}') from None
+
+
+def _drain_reason(verdict: verdicts.NodeVerdict) -> str:
+    worst = verdict.worst_findings()[0]
+    if worst.metric:
+        unit = f' {worst.unit}' if worst.unit else ''
+        what = (f'{worst.metric}={worst.value:g}{unit} ref '
+                f'{worst.reference:g}{unit}') if worst.value is not None \
+            and worst.reference is not None else worst.metric
+    else:
+        what = ' '.join(worst.reason.split())[:120]
+    return f'clusterproof acceptance: {worst.check} {what}'
+
+
+def plan_drains(node_verdicts, max_drain: int | None,
+                slurm_partitions: set[str]) -> tuple[list[dict], list[str]]:
+    """(nodes to drain with their reason, notes)."""
+    measured = [v for v in node_verdicts
+                if v.partition in slurm_partitions]
+    bad = [v for v in measured if v.verdict == verdicts.BAD]
+    limit = max_drain if max_drain is not None else max(
+        1, int(len(measured) * DEFAULT_DRAIN_FRACTION))
+    if len(bad) > limit:
+        return [], [f'{len(bad)} bad nodes is more than --max-drain {limit}: '
+                    'nothing drained (a wrong reference must not drain the '
+                    'cluster); check the references, or raise --max-drain']
+    return [{'node': v.node, 'reason': _drain_reason(v)} for v in bad], []
+
+
+def apply_drains(drains: list[dict], dry_run: bool, say) -> None:
+    for entry in drains:
+        command = slurm.drain_command(entry['node'], entry['reason'])
+        if dry_run:
+            say('would run: ' + ' '.join(
+                c if ' ' not in c else repr(c) for c in command))
+            entry['done'] = False
+            continue
+        try:
+            slurm.drain(entry['node'], entry['reason'])
+        except slurm.SchedulerError as error:
+            entry['done'], entry['error'] = False, str(error)
+            say(f"could not drain {entry['node']}: {error}")
+            continue
+        entry['done'] = True
+        say(f"drained {entry['node']}: {entry['reason']}")
+
+
+def ship_results(say) -> str:
+    """`clusterproof sync` when Azure is configured; else nothing."""
+    if azure_logs.settings() is None:
+        say('Azure Log Analytics not configured: results stay in the local '
+            f'store ({store.results_dir()})')
+        return 'not configured'
+    from scripts.cli import main as cli
+    if 'sync' not in cli.SUBCOMMANDS:
+        say('this clusterproof has no sync command: results stay in the '
+            'local store')
+        return 'no sync command'
+    return 'shipped' if cli.main(['sync']) == 0 else 'partly shipped'
+
+
+def _inventory(options: Options, say):
+    system, partitions = system_partitions(options.system)
+    known = {p['name']: p for p in partitions}
+    unknown = [p for p in options.partitions if p not in known]
+    if unknown:
+        raise ValueError(f'no partition {", ".join(unknown)} in system '
+                         f'{system} (it has: {", ".join(known)})')
+    chosen = [known[p] for p in (options.partitions or known)]
+    nodes, phases, notes = {}, [], []
+    for part in chosen:
+        fullname = f"{system}:{part['name']}"
+        scheduler = part.get('scheduler')
+        if scheduler not in SLURM_SCHEDULERS:
+            notes.append(f'{fullname} uses scheduler {scheduler!r}: only '
+                         'Slurm can list nodes, so its checks run once, not '
+                         'per node, and nothing there is drained')
+            phases += plan.phases(system, part['name'], None)
+            continue
+        slurm_partition = slurm.partition_from_access(part.get('access', []))
+        if not slurm_partition:
+            raise RunBroken(f'{fullname} names no Slurm partition in its '
+                            'access options (--partition=...)')
+        try:
+            slurm.check_controller()
+            states = slurm.node_states(slurm_partition)
+        except slurm.SchedulerError as error:
+            raise RunBroken(str(error)) from None
+        nodes[fullname] = states
+        usable = [n for n, s in states.items() if slurm.is_usable(s)]
+        phases += plan.phases(system, part['name'], usable)
+    for note in notes:
+        say(note)
+    return nodes, phases, notes
+
+
+def run(options: Options, say=print) -> int:
+    session_id = store.new_session_id()
+    workdir = store.home() / 'acceptance' / session_id
+    workdir.mkdir(parents=True, exist_ok=True)
+    broken, findings, nodes, notes, drains = [], [], {}, [], []
+    try:
+        nodes, phases, notes = _inventory(options, say)
+        results = [run_phase(p, options, workdir, say) for p in phases]
+        for result in results:
+            broken += verdicts.scheduler_trouble(result.cases)
+            for case in result.cases:
+                findings += verdicts.case_findings(case, result.skipped)
+        if nodes:
+            slurm.check_controller()
+    except (RunBroken, slurm.SchedulerError) as error:
+        broken.append(str(error))
+    node_verdicts = verdicts.node_verdicts(findings, nodes)
+    partition_findings = verdicts.partition_findings(findings)
+    if broken:
+        code = EXIT_BROKEN
+        say('the run itself broke; no node is judged:')
+        for reason in broken:
+            say(f'  {reason}')
+    else:
+        code = EXIT_GOOD if all(v.verdict == verdicts.GOOD
+                                for v in node_verdicts) \
+            and not partition_findings else EXIT_FINDINGS
+        for line in summary.table_lines(node_verdicts, partition_findings):
+            say(line)
+        if options.drain:
+            drains, drain_notes = plan_drains(node_verdicts,
+                                              options.max_drain, set(nodes))
+            notes += drain_notes
+            for note in drain_notes:
+                say(note)
+            apply_drains(drains, options.dry_run, say)
+        rows_file = summary.store_rows(summary.not_measured_rows(
+            node_verdicts, partition_findings, session_id), session_id)
+        if rows_file:
+            say(f'not-measured findings stored in {rows_file}')
+    document = summary.summary_document(
+        session_id, code, [] if broken else node_verdicts,
+        [] if broken else partition_findings, broken, drains, notes)
+    document['sync'] = ship_results(say)
+    path = summary.write_summary(document, workdir)
+    say(f'summary: {path}')
+    return code

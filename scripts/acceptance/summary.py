@@ -1,0 +1,130 @@
+"""What an acceptance run tells: a table for people, JSON for scripts, and
+rows in the local store for what could not be measured (so KQL sees it)."""
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+from config import records, store
+
+from .verdicts import GOOD, NOT_MEASURED, Finding, NodeVerdict
+
+COLUMNS = ('node', 'check', 'metric', 'value', 'reference', 'verdict',
+           'reason')
+ROW_FACILITY = 'clusterproof-acceptance'
+
+
+def _number(value) -> str:
+    if value is None:
+        return '-'
+    return f'{value:g}' if isinstance(value, float) else str(value)
+
+
+def table_lines(verdicts: list[NodeVerdict],
+                partition_findings: list[Finding]) -> list[str]:
+    """Bad nodes first, then suspect, not measured, good; one line per
+    finding that explains a verdict, one line per good node."""
+    rows = []
+    for verdict in verdicts:
+        if verdict.verdict == GOOD:
+            rows.append((verdict.node, '-', '-', '-', '-', GOOD,
+                         f'{len(verdict.findings)} result(s) within '
+                         'reference or without verdict'))
+            continue
+        for f in verdict.worst_findings():
+            unit = f' {f.unit}' if f.unit else ''
+            partner = f'(with {f.partner}) ' if f.partner else ''
+            rows.append((verdict.node, f.check, f.metric or '-',
+                         _number(f.value) + unit,
+                         _number(f.reference) + (unit if f.reference
+                                                  is not None else ''),
+                         verdict.verdict, (partner + f.reason).strip()))
+    for f in partition_findings:
+        rows.append((f'{f.partition} (whole)', f.check, f.metric or '-',
+                     _number(f.value), _number(f.reference), f.verdict,
+                     f.reason))
+    if not rows:
+        return ['no node measured']
+    widths = [max(len(str(r[i])) for r in rows + [COLUMNS])
+              for i in range(len(COLUMNS) - 1)]
+    lines = []
+    for row in [COLUMNS] + rows:
+        cells = [str(c).ljust(w) for c, w in zip(row, widths)]
+        lines.append('  '.join(cells + [_one_line(str(row[-1]))]).rstrip())
+    return lines
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    text = ' '.join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + '…'
+
+
+def summary_document(session_id: str, exit_code: int, verdicts, partitions,
+                     broken: list[str], drains: list[dict],
+                     notes: list[str]) -> dict:
+    counts = {}
+    for v in verdicts:
+        counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    return {
+        'session_id': session_id,
+        'finished': records.now_iso(),
+        'exit_code': exit_code,
+        'broken': broken,
+        'notes': notes,
+        'counts': counts,
+        'nodes': [{'node': v.node, 'partition': v.partition,
+                   'verdict': v.verdict,
+                   'findings': [f.as_dict() for f in v.findings]}
+                  for v in verdicts],
+        'partition_findings': [f.as_dict() for f in partitions],
+        'drain': drains,
+    }
+
+
+def write_summary(document: dict, directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / 'summary.json'
+    path.write_text(json.dumps(document, indent=2, default=str) + '\n')
+    return path
+
+
+def not_measured_rows(verdicts: list[NodeVerdict],
+                      partition_findings: list[Finding],
+                      session_id: str) -> list[dict]:
+    """One store row per finding that is not measured: check_perf_result
+    'not_measured', the node in check_job_nodelist, the reason."""
+    findings = [f for v in verdicts for f in v.findings
+                if f.verdict == NOT_MEASURED]
+    findings += [f for f in partition_findings if f.verdict == NOT_MEASURED]
+    rows = []
+    for f in findings:
+        system, _, partition = f.partition.partition(':')
+        rows.append(records.make_row({
+            'TimeGenerated': records.now_iso(),
+            'record_id': str(uuid.uuid4()),
+            'session_id': session_id,
+            'facility': ROW_FACILITY,
+            'data_version': records.DATA_VERSION,
+            'cluster': records.cluster_name(system),
+            'check_system': system,
+            'check_partition': partition,
+            'check_name': f.check.split('%')[0].strip(),
+            'check_display_name': f.check,
+            'check_perf_result': NOT_MEASURED,
+            'check_result': 'not_measured',
+            'check_fail_reason': f.reason,
+            'check_jobid': f.jobid,
+            'check_job_nodelist': [] if f.node.startswith('*') else [f.node],
+            'check_tags': ['acceptance'],
+        }))
+    return rows
+
+
+def store_rows(rows: list[dict], session_id: str) -> Path | None:
+    if not rows:
+        return None
+    session_file = store.SessionFile(session_id)
+    for row in rows:
+        session_file.append(row)
+    return session_file.path

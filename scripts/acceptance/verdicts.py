@@ -1,0 +1,269 @@
+"""ReFrame's run report -> findings per node -> one verdict per node.
+
+Only a measurement can make a node bad: a metric below its reference, or
+the tool itself reporting an error on that node. A check that could not
+measure (skipped, tool missing on the node, job not run) is `not_measured`,
+never a pass and never a bad node. Pair checks blame a node only when it
+failed with two different partners.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from config import records
+
+from .plan import scope_of
+from .slurm import is_usable
+
+PASS, FAIL, NOT_MEASURED = 'pass', 'fail', 'not_measured'
+BAD, SUSPECT, GOOD = 'bad', 'suspect', 'good'
+# Worst first: the order of the summary.
+NODE_VERDICTS = (BAD, SUSPECT, NOT_MEASURED, GOOD)
+WHOLE_PARTITION = '*'
+
+# Phases in which the tool ran and its output was judged.
+MEASURED_PHASES = {'sanity', 'performance'}
+TOOL_MISSING_EXIT = 127  # the job's tool guard (checks/common/tools.py)
+_PIN_PARAMETER = re.compile(r'\s*%\.?pinned_nodes=\S+')
+_SCHEDULER_TROUBLE = ('job scheduler error', 'spawned process error',
+                      'cancelled by user', 'aborted due to')
+_SKIP_LINE = re.compile(r'\bSKIP\s*\]\s*\(\s*\d+/\d+\)\s.*?/([0-9a-f]{8})\s'
+                        r'@\S+\s\[(.*)\]\s*$')
+
+
+@dataclass
+class Finding:
+    """One node's outcome for one check (and metric, where there is one)."""
+    node: str
+    partition: str
+    check: str
+    verdict: str
+    scope: str = 'node'
+    metric: str | None = None
+    value: float | None = None
+    unit: str | None = None
+    reference: float | None = None
+    reason: str = ''
+    partner: str | None = None
+    jobid: str | None = None
+    attempts: int = 1
+    blamed_on_partner: bool = False
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class NodeVerdict:
+    node: str
+    partition: str
+    verdict: str
+    findings: list[Finding] = field(default_factory=list)
+
+    def worst_findings(self) -> list[Finding]:
+        """What made the verdict: failures (bad/suspect) or gaps."""
+        wanted = {BAD: FAIL, SUSPECT: FAIL, NOT_MEASURED: NOT_MEASURED}
+        verdict = wanted.get(self.verdict)
+        return [f for f in self.findings if f.verdict == verdict
+                and not f.blamed_on_partner]
+
+
+def skip_reasons(reframe_output: str) -> dict[str, str]:
+    """{test hash: why it was skipped} from ReFrame's console output
+    (the run report keeps no skip reason)."""
+    reasons = {}
+    for line in reframe_output.splitlines():
+        match = _SKIP_LINE.search(line)
+        if match:
+            reasons[match.group(1)] = match.group(2)
+    return reasons
+
+
+def final_cases(report: dict) -> list[dict]:
+    """The last attempt of every test case (ReFrame's --max-retries reruns
+    failures in later runs), with the number of attempts."""
+    latest, attempts = {}, {}
+    for run in report.get('runs', []):
+        for case in run.get('testcases', []):
+            if case.get('fixture'):
+                continue
+            key = (case.get('display_name'), case.get('system'),
+                   case.get('partition'), case.get('environ'))
+            latest[key] = case
+            attempts[key] = attempts.get(key, 0) + 1
+    return [{**case, 'attempts': attempts[key]}
+            for key, case in latest.items()]
+
+
+def scheduler_trouble(cases: list[dict]) -> list[str]:
+    """Reasons of failures that come from the scheduler, not a node."""
+    return [f"{case.get('display_name')}: {case.get('fail_reason')}"
+            for case in cases if case.get('result') in ('fail', 'abort')
+            and str(case.get('fail_reason') or '').lower().startswith(
+                _SCHEDULER_TROUBLE)]
+
+
+def check_label(case: dict) -> str:
+    return _PIN_PARAMETER.sub('', case.get('display_name') or '').strip()
+
+
+def class_name(case: dict) -> str:
+    """'PerftestPair %benchmark=ib_write_bw' -> 'PerftestPair'."""
+    return (case.get('name') or '').split('%')[0].strip()
+
+
+def case_nodes(case: dict) -> list[str]:
+    """Where the case ran: what its job recorded, else where it was
+    pinned; ReFrame's own node list only for unpinned cases."""
+    return list(case.get('job_nodes') or case.get('pinned_nodes')
+                or case.get('job_nodelist') or [])
+
+
+def _not_measured_reason(case: dict, skipped: dict[str, str]) -> str | None:
+    result = case.get('result')
+    reason = str(case.get('fail_reason') or '').strip()
+    if result == 'skip':
+        why = skipped.get(case.get('hashcode') or '')
+        return f'skipped: {why}' if why else 'skipped by the check'
+    if result != 'fail':
+        return None
+    if case.get('job_exitcode') == TOOL_MISSING_EXIT or \
+            ' not found on node ' in reason:
+        return f'tool missing: {reason}'
+    if case.get('fail_phase') not in MEASURED_PHASES:
+        return f"failed before measuring ({case.get('fail_phase')}): {reason}"
+    return None
+
+
+def _metric_findings(case: dict, base: dict) -> list[Finding]:
+    found = []
+    for key, info in (case.get('perfvalues') or {}).items():
+        value, ref, lower, upper, unit, result = (list(info) + [None] * 6)[:6]
+        verdict = records.perf_result(result, ref, lower, upper)
+        found.append(Finding(**base, verdict=verdict or PASS,
+                             metric=key.split(':')[-1], value=value,
+                             unit=unit, reference=ref,
+                             reason=_bound_missed(value, ref, lower, upper)
+                             if verdict == FAIL else ''))
+    return found
+
+
+def _bound_missed(value, ref, lower, upper) -> str:
+    """Which ReFrame bound (a fraction of the reference) the value missed."""
+    if None in (value, ref):
+        return 'outside the reference'
+    if lower is not None and value < ref * (1 + lower):
+        return f'below the lower bound {ref * (1 + lower):g}'
+    if upper is not None and value > ref * (1 + upper):
+        return f'above the upper bound {ref * (1 + upper):g}'
+    return 'outside the reference'
+
+
+def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
+    """One finding per node (and metric) of one test case."""
+    scope = scope_of(class_name(case))
+    nodes = case_nodes(case)
+    if scope in ('set', 'whole') or not case.get('pinned_nodes'):
+        scope, nodes = 'whole', [WHOLE_PARTITION]
+    base = {'partition': f"{case.get('system')}:{case.get('partition')}",
+            'check': check_label(case), 'scope': scope,
+            'jobid': case.get('jobid'), 'attempts': case.get('attempts', 1)}
+    found = []
+    for node in nodes:
+        partner = next((n for n in nodes if n != node), None) \
+            if scope == 'pair' else None
+        where = {**base, 'node': node, 'partner': partner}
+        missing = _not_measured_reason(case, skipped)
+        if missing:
+            found.append(Finding(**where, verdict=NOT_MEASURED,
+                                 reason=missing))
+            continue
+        metrics = _metric_findings(case, where)
+        if case.get('result') == 'fail' and not any(
+                f.verdict == FAIL for f in metrics):
+            # the tool ran and reported an error (sanity)
+            metrics.append(Finding(**where, verdict=FAIL, reason=str(
+                case.get('fail_reason') or 'failed').strip()))
+        elif not metrics:
+            metrics.append(Finding(**where, verdict=PASS))
+        if case.get('attempts', 1) > 1:
+            for finding in metrics:
+                finding.reason = (finding.reason + f" (attempt "
+                                  f"{finding.attempts})").strip()
+        found += metrics
+    return found
+
+
+def _pair_blame(findings: list[Finding]) -> tuple[set, set]:
+    """(bad, suspect) nodes from pair checks: bad when a check failed with
+    two different partners; suspect when it failed with one partner that
+    is not bad itself (the pair cannot say which of the two it is)."""
+    partners: dict[tuple, set] = {}
+    for f in findings:
+        if f.scope == 'pair' and f.verdict == FAIL and f.partner:
+            partners.setdefault((f.partition, f.check, f.node), set()).add(
+                f.partner)
+    bad = {(part, node) for (part, _, node), p in partners.items()
+           if len(p) >= 2}
+    suspect = set()
+    for f in findings:
+        if f.scope == 'pair' and f.verdict == FAIL and f.partner:
+            if (f.partition, f.node) in bad:
+                continue
+            if (f.partition, f.partner) in bad:
+                f.blamed_on_partner = True
+            else:
+                suspect.add((f.partition, f.node))
+    return bad, suspect
+
+
+def node_verdicts(findings: list[Finding], nodes: dict[str, dict[str, str]]
+                  ) -> list[NodeVerdict]:
+    """A verdict for every node of every partition, worst first.
+
+    ``nodes``: {partition: {node: Slurm state}}; a node that cannot run
+    jobs, or that no check reached, is not measured."""
+    pair_bad, pair_suspect = _pair_blame(findings)
+    by_node: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        if f.node != WHOLE_PARTITION:
+            by_node.setdefault((f.partition, f.node), []).append(f)
+    verdicts = []
+    for partition, states in nodes.items():
+        for node, state in states.items():
+            found = by_node.pop((partition, node), [])
+            if state is not None and not is_usable(state):
+                found.append(Finding(node, partition, '(all checks)',
+                                     NOT_MEASURED, reason=f'Slurm state '
+                                     f'{state}: no job can run there'))
+            elif not found:
+                found.append(Finding(node, partition, '(all checks)',
+                                     NOT_MEASURED,
+                                     reason='no check reached this node'))
+            verdicts.append(NodeVerdict(node, partition, _verdict(
+                (partition, node), found, pair_bad, pair_suspect), found))
+    # nodes the scheduler did not list (e.g. non-Slurm partitions)
+    for (partition, node), found in by_node.items():
+        verdicts.append(NodeVerdict(node, partition, _verdict(
+            (partition, node), found, pair_bad, pair_suspect), found))
+    order = {v: i for i, v in enumerate(NODE_VERDICTS)}
+    return sorted(verdicts, key=lambda v: (order[v.verdict], v.partition,
+                                           v.node))
+
+
+def _verdict(key, found, pair_bad, pair_suspect) -> str:
+    if key in pair_bad or any(f.verdict == FAIL and f.scope == 'node'
+                              for f in found):
+        return BAD
+    if key in pair_suspect:
+        return SUSPECT
+    if any(f.verdict == NOT_MEASURED for f in found):
+        return NOT_MEASURED
+    return GOOD
+
+
+def partition_findings(findings: list[Finding]) -> list[Finding]:
+    """Failures and gaps of checks that ran once per partition."""
+    return [f for f in findings if f.node == WHOLE_PARTITION
+            and f.verdict in (FAIL, NOT_MEASURED)]
