@@ -20,23 +20,25 @@ import pytest
 from checks.network import perftest as perftest_check
 from checks.parsers import perftest as perftest_parser
 from checks.parsers import nccl as nccl_parser
+from checks.common import references
+from config.systems.azure_skus import SKUS
 from tests.helpers import DATA, REPO, STANDINS, run_reframe, suite_env
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 DRY_LINE = re.compile(
-    r'\[\s*DRY\s*\] (\S+) (%\S+) /(\w+) @(\S+?):(\S+?)\+(\S+)')
+    r'\[\s*DRY\s*\] (\S+) ((?:%\S+ )*%\S+) /(\w+) @(\S+?):(\S+?)\+(\S+)')
 
 
 def clean_env(tmp_path, **extra):
     return suite_env(tmp_path / 'home', extra)
 
 
-def dry_run(tmp_path, system, *args):
+def dry_run(tmp_path, system, *args,
+            checks=('checks/gpu/nccl.py', 'checks/network/perftest.py')):
     """--dry-run of the GPU and perftest checks: {(class, params): stage}."""
     prefix = tmp_path / 'rfm'
-    result = run_reframe('--system', system,
-                         '-c', 'checks/gpu/nccl.py',
-                         '-c', 'checks/network/perftest.py',
+    files = [arg for path in checks for arg in ('-c', path)]
+    result = run_reframe('--system', system, *files,
                          *args, '--dry-run', '--prefix', str(prefix),
                          env=clean_env(tmp_path), cwd=str(REPO))
     stdout = ANSI.sub('', result.stdout)
@@ -70,6 +72,8 @@ def test_nccl_single_node_layout_on_ndv5(ndv5):
                  'export NCCL_IB_PCI_RELAXED_ORDERING=1',
                  'export NCCL_SOCKET_IFNAME=eth0',
                  'export OMPI_MCA_coll_hcoll_enable=0',
+                 'export NCCL_DEBUG=INFO',
+                 'export NCCL_DEBUG_SUBSYS=INIT,NET',
                  'export PATH=/opt/nccl-tests/build:$PATH',
                  'srun --mpi=pmix --cpu-bind=ldoms all_reduce_perf '
                  '-b 8 -e 16G -f 2 -g 1']:
@@ -99,13 +103,21 @@ def test_nccl_references_follow_the_sku(ndv5):
     gather = next(b for b in blocks
                   if 'NcclSingleNode %collective=all_gather' in b)
     assert 'r:' not in gather  # nothing published for all_gather
+    # [AIInfra]'s multi-node figure names no node count: shown, not judged
+    multi = next(b for b in blocks
+                 if 'NcclMultiNode %collective=all_reduce' in b)
+    assert 'busbw: None GB/s (r:450.0, l:None, u:None)' in multi
 
 
 def test_nccl_ndv4_gpu_order_and_topology(tmp_path):
     stages, _ = dry_run(tmp_path, 'azure:ndv4', '-n', 'NcclSingleNode')
     script = job_script(stages, 'NcclSingleNode', '%collective=all_reduce')
-    # the GPU order of the seed post's ND A100 v4 command line
-    assert 'export CUDA_VISIBLE_DEVICES=2,3,0,1,6,7,4,5' in script
+    # the GPU order of the seed post's ND A100 v4 command line, set inside
+    # the step: srun --gres rewrites an exported CUDA_VISIBLE_DEVICES
+    assert ('srun --mpi=pmix --cpu-bind=ldoms env '
+            'CUDA_VISIBLE_DEVICES=2,3,0,1,6,7,4,5 all_reduce_perf -b 8 -e 16G '
+            '-f 2 -g 1') in script.splitlines()
+    assert 'export CUDA_VISIBLE_DEVICES' not in script
     assert 'export NCCL_TOPO_FILE=/opt/microsoft/ndv4-topo.xml' in script
 
 
@@ -113,19 +125,20 @@ def test_nccl_multi_node_on_h200_with_overrides(tmp_path):
     stages, _ = dry_run(tmp_path, 'azure:ndh200v5', '-n', 'NcclMultiNode',
                         '-S', 'num_nodes=4', '-S', 'max_bytes=8G',
                         '-S',
-                        'nccl_env=NCCL_DEBUG:WARN,NCCL_SOCKET_IFNAME:ib0',
+                        'nccl_env=NCCL_IB_QPS_PER_CONNECTION:2,'
+                        'NCCL_SOCKET_IFNAME:ib0',
                         '-S', 'gpu_binding=0,1,2,3,4,5,6,7',
                         '-S', 'nccl_tests_dir=/shared/nccl-tests/build')
     script = job_script(stages, 'NcclMultiNode', '%collective=all_gather')
     lines = script.splitlines()
     assert '#SBATCH --ntasks=32' in lines
     assert '#SBATCH --ntasks-per-node=8' in lines
-    assert 'export NCCL_DEBUG=WARN' in lines
+    assert 'export NCCL_IB_QPS_PER_CONNECTION=2' in lines
     assert 'export NCCL_SOCKET_IFNAME=ib0' in lines          # overridden
     assert 'export NCCL_SOCKET_IFNAME=eth0' not in lines
-    assert 'export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7' in lines
     assert 'export PATH=/shared/nccl-tests/build:$PATH' in lines
-    assert any(line.endswith('all_gather_perf -b 8 -e 8G -f 2 -g 1')
+    assert any(line.endswith('env CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 '
+                             'all_gather_perf -b 8 -e 8G -f 2 -g 1')
                for line in lines)
 
 
@@ -144,6 +157,73 @@ def test_nccl_not_on_cpu_partitions(tmp_path):
                          env=clean_env(tmp_path), cwd=str(REPO))
     assert result.returncode == 0, result.stderr
     assert 'Found 0 check(s)' in result.stdout
+
+
+ND_PARTITIONS = [name for name, sku in SKUS.items() if sku.get('gpus')]
+
+
+def srun_line(script):
+    return next(line for line in script.splitlines()
+                if line.startswith('srun '))
+
+
+@pytest.mark.parametrize('partition', ND_PARTITIONS)
+def test_nd_partition_transport_gpu_order_and_osu_flags(tmp_path, partition):
+    stages, _ = dry_run(tmp_path, f'azure:{partition}', '-n', 'Nccl|Osu',
+                        checks=('checks/gpu/nccl.py', 'checks/network/osu.py'))
+    binding = SKUS[partition]['extras'].get('gpu_binding')
+    nccl_scripts = [(stages[key] / 'rfm_job.sh').read_text()
+                    for key in stages if key[0].startswith('Nccl')]
+    assert len(nccl_scripts) == 10  # 5 collectives x one VM / several VMs
+    for script in nccl_scripts:
+        lines = script.splitlines()
+        # NCCL logs its network and transport choices for the parser
+        assert 'export NCCL_DEBUG=INFO' in lines
+        assert 'export NCCL_DEBUG_SUBSYS=INIT,NET' in lines
+        # the GPU order, where the SKU has one, is set inside the step
+        assert 'export CUDA_VISIBLE_DEVICES' not in script
+        launch = srun_line(script)
+        if binding:
+            assert f' env CUDA_VISIBLE_DEVICES={binding} ' in launch
+        else:
+            assert 'CUDA_VISIBLE_DEVICES' not in launch
+    # OMB: point-to-point places both buffers (D D), collectives take -d only
+    for benchmark in ('osu_latency', 'osu_bw', 'osu_bibw'):
+        key = ('OsuPointToPoint', f'%buffer=cuda %benchmark={benchmark}')
+        assert srun_line(job_script(stages, *key)).endswith(
+            f'{benchmark} -d cuda D D')
+    for benchmark in ('osu_allreduce', 'osu_alltoall'):
+        key = ('OsuCollective', f'%buffer=cuda %benchmark={benchmark}')
+        assert srun_line(job_script(stages, *key)).endswith(
+            f'{benchmark} -d cuda')
+        host = ('OsuCollective', f'%buffer=cpu %benchmark={benchmark}')
+        assert srun_line(job_script(stages, *host)).endswith(benchmark)
+
+
+def test_nccl_gb300_multinode_references_follow_the_fabric(tmp_path):
+    blocks = {}
+    for fabric in ('ib', 'mnnvl'):
+        _, stdout = dry_run(tmp_path / fabric, 'azure:ndgb300v6',
+                            '-n', 'NcclMultiNode%collective=all_reduce',
+                            '-S', f'fabric={fabric}')
+        blocks[fabric] = stdout
+    # intra-rack NVLink and inter-rack InfiniBand figures, never swapped,
+    # and without a verdict (no node count published)
+    assert 'busbw: None GB/s (r:937.0, l:None, u:None)' in blocks['mnnvl']
+    assert 'busbw: None GB/s (r:200.0, l:None, u:None)' in blocks['ib']
+
+
+def test_nccl_reference_keys():
+    from checks.gpu import nccl as nccl_check
+    assert nccl_check.UNCHECKED == 'off'
+    refs = references.lookup('nccl', 'all_reduce_16G_1node_nvlink',
+                             'Standard_ND96isr_H100_v5')
+    assert refs['busbw'].value == 460.0 and refs['busbw'].lower == 0.0
+    # the old single/multi-node keys are gone: nothing matches them
+    assert not references.lookup('nccl', 'all_reduce_16G',
+                                 'Standard_ND96isr_H100_v5')
+    assert not references.lookup('nccl', 'all_reduce_16G_2node_ib',
+                                 'Standard_ND96isr_H100_v5')
 
 
 # -- perftest: job scripts ---------------------------------------------------
@@ -321,6 +401,11 @@ def perf_values(output):
 
 GB10 = str(DATA / 'nccl-tests' /
            'all_gather_gb10-dgxspark-2node-v2.18.3-1G-4G.out')
+# Real NCCL INFO logs the stand-in prints before the table
+NCCL_LOGS = DATA / 'nccl-tests' / 'info'
+NVLINK_LOG = str(NCCL_LOGS / 'nvls_h800-1node-8gpu-g8-nccl2.18.3-trimmed.out')
+IB_GDR_LOG = str(NCCL_LOGS / 'ib-gdr_8gpu-2node-nccl2.27.5-excerpt.log')
+SOCKET_LOG = str(NCCL_LOGS / 'socket_v100-2node-nccl2.7.8.log')
 
 
 def test_nccl_single_node_on_sandbox(tmp_path, slurm_sandbox):
@@ -328,7 +413,7 @@ def test_nccl_single_node_on_sandbox(tmp_path, slurm_sandbox):
     result, output = run_on_sandbox(
         tmp_path, slurm_sandbox, 'ndv5', 2,
         '-c', 'checks/gpu/nccl.py', '-n', 'NcclSingleNode',
-        CLUSTERPROOF_REPLAY_NCCL=GB10)
+        CLUSTERPROOF_REPLAY_NCCL=GB10, CLUSTERPROOF_REPLAY_NCCL_LOG=NVLINK_LOG)
     assert result.returncode != 0, output
     assert 'Ran 5/5 test case(s)' in output and '1 failure(s)' in output
     # all_reduce meets the ND H100 v5 floor, which a GB10 replay cannot
@@ -348,9 +433,49 @@ def test_nccl_multi_node_on_sandbox(tmp_path, slurm_sandbox):
         tmp_path, slurm_sandbox, 'ndv5', 1,
         '-c', 'checks/gpu/nccl.py',
         '-n', 'NcclMultiNode%collective=all_gather',
-        CLUSTERPROOF_REPLAY_NCCL=GB10)
+        CLUSTERPROOF_REPLAY_NCCL=GB10, CLUSTERPROOF_REPLAY_NCCL_LOG=IB_GDR_LOG)
     assert result.returncode == 0, output
     assert perf_values(output)['busbw'] == 22.14
+
+
+def test_nccl_socket_fallback_fails_on_sandbox(tmp_path, slurm_sandbox):
+    # the same numbers, but NCCL's log says the VMs talked over TCP
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 1,
+        '-c', 'checks/gpu/nccl.py',
+        '-n', 'NcclMultiNode%collective=all_gather',
+        CLUSTERPROOF_REPLAY_NCCL=GB10, CLUSTERPROOF_REPLAY_NCCL_LOG=SOCKET_LOG)
+    assert result.returncode != 0
+    assert ('sanity error: NCCL fell back to sockets (TCP, no InfiniBand): '
+            '8 x NET/Socket') in output
+
+
+def test_nccl_without_info_log_is_unproven_on_sandbox(tmp_path,
+                                                      slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 1,
+        '-c', 'checks/gpu/nccl.py',
+        '-n', 'NcclMultiNode%collective=all_gather',
+        CLUSTERPROOF_REPLAY_NCCL=GB10)
+    assert result.returncode != 0
+    assert 'sanity error: no NCCL INFO lines in the output' in output
+
+
+def test_nccl_gpu_order_reaches_the_program(tmp_path, slurm_sandbox):
+    # what the stand-in received inside the job step, per rank
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 2,
+        '-c', 'checks/gpu/nccl.py',
+        '-n', 'NcclSingleNode%collective=all_gather',
+        '-S', 'gpu_binding=1,0',
+        CLUSTERPROOF_REPLAY_NCCL=GB10, CLUSTERPROOF_REPLAY_NCCL_LOG=NVLINK_LOG)
+    assert result.returncode == 0, output
+    stderr = next((tmp_path / 'rfm').rglob('rfm_job.err')).read_text()
+    for rank in (0, 1):
+        assert (f'all_gather_perf stand-in (rank {rank}): '
+                'CUDA_VISIBLE_DEVICES=1,0 NCCL_DEBUG=INFO '
+                'NCCL_DEBUG_SUBSYS=INIT,NET args: -b 8 -e 16G -f 2 -g 1'
+                ) in stderr
 
 
 def test_nccl_fewer_ranks_than_asked_fails(tmp_path, slurm_sandbox):
@@ -470,8 +595,21 @@ def test_standins_say_what_they_are():
                  'sendrecv_perf'):
         assert os.path.realpath(STANDINS / name) == \
             os.path.realpath(STANDINS / 'all_reduce_perf')
-    proc = subprocess.run([str(STANDINS / 'alltoall_perf')],
+    proc = subprocess.run([str(STANDINS / 'alltoall_perf'), '-b', '8',
+                           '-e', '16G', '-f', '2', '-g', '1'],
                           capture_output=True, text=True,
                           env={**os.environ, 'SLURM_PROCID': '0'})
     assert 'stand-in' in proc.stderr
     assert nccl_parser.parse(proc.stdout).ok
+    # it checks its own command line and the files it replays
+    wrong = subprocess.run([str(STANDINS / 'alltoall_perf'), '-x'],
+                           capture_output=True, text=True)
+    assert wrong.returncode == 2 and wrong.stdout == ''
+    assert 'not an nccl-tests command line: -x' in wrong.stderr
+    missing = subprocess.run(
+        [str(STANDINS / 'alltoall_perf'), '-b', '8', '-e', '8', '-f', '2',
+         '-g', '1'], capture_output=True, text=True,
+        env={**os.environ, 'SLURM_PROCID': '0',
+             'CLUSTERPROOF_REPLAY_NCCL_LOG': '/nonexistent/nccl.log'})
+    assert missing.returncode == 2
+    assert 'cannot read /nonexistent/nccl.log' in missing.stderr
