@@ -22,7 +22,8 @@ from checks.parsers import perftest as perftest_parser
 from checks.parsers import nccl as nccl_parser
 from checks.common import references
 from config.systems.azure_skus import SKUS
-from tests.helpers import DATA, REPO, STANDINS, run_reframe, suite_env
+from tests.helpers import (DATA, REPO, STANDINS, run_reframe,
+                           stored_rows, suite_env)
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 DRY_LINE = re.compile(
@@ -488,22 +489,72 @@ def test_nccl_fewer_ranks_than_asked_fails(tmp_path, slurm_sandbox):
     assert 'sanity error: ran on 2 ranks, expected 4' in output
 
 
+CUDA_REPLAY = str(DATA / 'perftest' /
+                  'ib_write_bw_a-cuda-dmabuf-h200-roce-gbits.out')
+HOST_SLOW_REPLAY = str(DATA / 'perftest' / 'ib_read_bw_a-mlx4-fdr-MBsec.out')
+
+
 def test_perftest_pair_per_hca_on_sandbox(tmp_path, slurm_sandbox):
-    slow = str(DATA / 'perftest' / 'ib_read_bw_a-mlx4-fdr-MBsec.out')
+    # GPU memory on the pretend GPUs: mlx5_ib0 replays a real CUDA run
+    # (over RoCE, hence link_type=Ethernet), mlx5_ib1 a host-memory one,
+    # which must not pass for a GPUDirect measurement
     result, output = run_on_sandbox(
         tmp_path, slurm_sandbox, 'ndv5', 2,
-        '-c', 'checks/network/perftest.py',
+        '-c', 'checks/network/perftest.py', '-S', 'link_type=Ethernet',
         '-n', 'PerftestPair%benchmark=ib_write_bw',
-        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB1=slow)
-    assert result.returncode == 0, output  # no two-node figure for H100 v5
-    values = perf_values(output)
-    assert values['bw_avg_mlx5_ib0'] == 392.34
-    assert values['bw_avg_mlx5_ib1'] == 30.7563  # 3666.44 MiB/s
+        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB0=CUDA_REPLAY,
+        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB1=HOST_SLOW_REPLAY)
+    assert result.returncode != 0, output
+    assert ('sanity error: mlx5_ib1: GPU memory was asked for, but perftest '
+            'reports no GPU buffer') in output
+    assert 'mlx5_ib0:' not in output.split('sanity error:')[-1]
     stage = next((tmp_path / 'rfm').rglob('perftest_hcas.sh')).parent
     assert '--use_cuda=1' in (stage / 'perftest_hcas.sh').read_text()
     # each server ran on the first node and was reached by its client
     assert 'Waiting for client to connect' in \
         (stage / 'mlx5_ib1.server.out').read_text()
+
+
+def test_perftest_gpu_memory_off_takes_host_memory(tmp_path, slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 2,
+        '-c', 'checks/network/perftest.py', '-S', 'gpu_memory=off',
+        '-n', 'PerftestPair%benchmark=ib_write_bw',
+        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB1=HOST_SLOW_REPLAY)
+    assert result.returncode == 0, output  # no two-node figure for H100 v5
+    values = perf_values(output)
+    assert values['bw_avg_mlx5_ib0'] == 392.34
+    assert values['bw_avg_mlx5_ib1'] == 30.7563  # 3666.44 MiB/s
+
+
+def test_perftest_over_roce_is_not_infiniband(tmp_path, slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'hbv4', 2,
+        '-c', 'checks/network/perftest.py',
+        '-n', 'PerftestLoopback%benchmark=ib_write_bw',
+        CLUSTERPROOF_REPLAY_PERFTEST=CUDA_REPLAY)
+    assert result.returncode != 0
+    assert 'sanity error: mlx5_ib0: link type Ethernet, expected IB' in output
+
+
+def test_perftest_rows_carry_device_and_peak(tmp_path, slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'hbv4', 2,
+        '-c', 'checks/network/perftest.py', '-S', 'hcas=mlx5_ib0,mlx5_ib1',
+        '-n', 'PerftestLoopback%benchmark=ib_write_bw')
+    assert result.returncode == 0, output
+    rows = [row for row in stored_rows(tmp_path / 'home')
+            if row['check_name'].startswith('PerftestLoopback')]
+    by_device = {(row['check_perf_var'], row['device']): row for row in rows}
+    assert set(by_device) == {(metric, hca) for metric in ('bw_avg', 'bw_peak')
+                              for hca in ('mlx5_ib0', 'mlx5_ib1')}
+    row = by_device[('bw_avg', 'mlx5_ib1')]
+    assert row['check_perf_value'] == 392.34
+    assert row['check_perf_unit'] == 'Gb/s'
+    assert row['check_perf_ref'] == 390.0           # [AzHC] floor, HB176rs_v4
+    assert row['check_perf_result'] == 'pass'
+    assert row['check_perf_peak'] == 400.0          # NDR line rate per HCA
+    assert row['peak_source'].startswith('NDR InfiniBand, 400 Gb/s (Azure docs')
 
 
 def test_perftest_loopback_names_the_slow_hca(tmp_path, slurm_sandbox):
@@ -613,3 +664,29 @@ def test_standins_say_what_they_are():
              'CLUSTERPROOF_REPLAY_NCCL_LOG': '/nonexistent/nccl.log'})
     assert missing.returncode == 2
     assert 'cannot read /nonexistent/nccl.log' in missing.stderr
+
+
+SLURM_COMMAND = re.compile(r'\b(srun|scontrol|sbatch|squeue|salloc|sacct)\b'
+                           r'|\$\{?SLURM_JOB_NODELIST')
+
+
+def test_pbs_example_job_scripts_have_no_slurm_command(tmp_path):
+    prefix = tmp_path / 'rfm'
+    result = run_reframe('--system', 'pbs-example', '-c', 'checks', '-R',
+                         '--dry-run', '--prefix', str(prefix),
+                         env=clean_env(tmp_path), cwd=str(REPO))
+    output = ANSI.sub('', result.stdout)
+    assert result.returncode == 0, output + result.stderr
+    scripts = sorted((prefix / 'stage').rglob('*.sh'))
+    names = {path.parent.name.split('_')[0] for path in scripts}
+    # the two-node MPI checks run there (mpirun), perftest does not
+    assert {'OsuPointToPoint', 'OsuCollective'} <= names
+    assert not any(name.startswith('Perftest') for name in names)
+    skipped = re.findall(r'SKIP \] .*? (Perftest\w+) .*@pbs-example:\w+\+\w+ '
+                         r'\[.*: Slurm partitions only\]', output)
+    assert set(skipped) == {'PerftestPair', 'PerftestLoopback'}
+    for path in scripts:
+        text = path.read_text()
+        assert '#PBS' in text or path.name != 'rfm_job.sh', path
+        found = SLURM_COMMAND.search(text)
+        assert found is None, f'{path}: {found[0]}'

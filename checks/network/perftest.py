@@ -27,8 +27,11 @@ from .. import parsers
 from ..common import references
 from ..common.benchmark import BenchmarkTest
 from ..common.parsed_output import GUARD_PREFIX
+from ..parsers import perftest as perftest_parser
 
 SCRIPT = 'perftest_hcas.sh'
+# ReFrame's names of the Slurm backends (sacct and squeue polling)
+SLURM_SCHEDULERS = ('slurm', 'squeue')
 GPU_MSG_SIZE = 8 * 2 ** 20
 HOST_MSG_SIZE = 2 ** 20
 HOST_QPS = 2
@@ -191,6 +194,9 @@ class PerftestBase(BenchmarkTest):
     duration = variable(int, value=0)
     base_port = variable(int, value=18515)
     numa_bind = variable(bool, value=True)
+    #: perftest's "Link type" every HCA must show ('' = any; RoCE says
+    #: Ethernet).
+    link_type = variable(str, value='IB')
     #: Seconds each side may run before it is killed.
     pair_timeout = variable(int, value=180)
     #: Seconds to wait for a server to listen before giving up on its HCA.
@@ -235,6 +241,11 @@ class PerftestBase(BenchmarkTest):
 
     @run_after('setup')
     def set_layout(self):
+        scheduler = self.current_partition.scheduler.registered_name
+        self.skip_if(scheduler not in SLURM_SCHEDULERS,
+                     f'{self.current_partition.fullname}: the pair script '
+                     'starts its own steps with srun and reads '
+                     '$SLURM_JOB_NODELIST: Slurm partitions only')
         self.skip_if(not self.hca_list(),
                      f'{self.current_partition.fullname} declares no '
                      'ib_hcas (and none were given with -S hcas=...)')
@@ -254,6 +265,10 @@ class PerftestBase(BenchmarkTest):
         self.perf_metrics = {f'{name}_{hca}': unit
                              for hca in self.hca_list()
                              for name, unit in metrics.items()}
+        # one row per metric and HCA: bw_avg_mlx5_ib0 -> bw_avg on mlx5_ib0
+        self.metric_devices = {f'{name}_{hca}': hca
+                               for hca in self.hca_list()
+                               for name in metrics}
 
     def command(self, index: int, hca: str, port: int) -> list[str]:
         options = [self.tool_binary, '-d', hca, '-p', str(port), '-F']
@@ -305,7 +320,13 @@ class PerftestBase(BenchmarkTest):
                 note = job_note(fp.read())
             if note:
                 return parsers.failure(self.parser_tool, note)
-        return self.parse_file(path)
+        result = self.parse_file(path)
+        problem = result.ok and perftest_parser.transport_problem(
+            result.details, self.uses_gpu_memory(), self.link_type)
+        if problem:
+            return parsers.failure(self.parser_tool, problem,
+                                   result.metrics, result.details)
+        return result
 
     def parsed(self):
         cache = self.__dict__.setdefault('_clusterproof_per_hca', {})
@@ -313,6 +334,19 @@ class PerftestBase(BenchmarkTest):
             cache['result'] = per_hca_result(
                 {hca: self.parse_hca(hca) for hca in self.hca_list()})
         return cache['result']
+
+    @run_before('performance')
+    def set_hca_peaks(self):
+        # peaks.yaml: the line rate of one HCA in one direction; rows split
+        # bw_avg_<hca> into bw_avg on <hca> and take the metric's peak.
+        factor = 2 if self.bidirectional else 1
+        peaks = references.lookup_peaks('perftest', self.vm_sku())
+        self.metric_peaks = {name: peak.value * factor
+                             for name, peak in peaks.items()}
+        self.peak_sources = {
+            name: peak.describe() + (' x 2 directions (-b)' if factor == 2
+                                     else '')
+            for name, peak in peaks.items()}
 
     @run_before('performance')
     def set_hca_references(self):
