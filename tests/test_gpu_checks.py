@@ -690,3 +690,24 @@ def test_pbs_example_job_scripts_have_no_slurm_command(tmp_path):
         assert '#PBS' in text or path.name != 'rfm_job.sh', path
         found = SLURM_COMMAND.search(text)
         assert found is None, f'{path}: {found[0]}'
+
+
+def test_osu_gpu_buffers_proven_on_sandbox(tmp_path, slurm_sandbox):
+    selection = ('-c', 'checks/network/osu.py',
+                 '-n', 'OsuPointToPoint%buffer=cuda%benchmark=osu_bw')
+    for run in ('host', 'cuda'):
+        (tmp_path / run).mkdir()
+    host, output = run_on_sandbox(tmp_path / 'host', slurm_sandbox, 'ndv5',
+                                  1, *selection)
+    # the stand-in's default osu_bw replay is a host-memory run
+    assert host.returncode != 0
+    assert ('sanity error: GPU buffers were asked for (-d cuda), but OMB '
+            'ran with host buffers') in output
+    cuda = str(DATA / 'osu' / 'osu_bw_v7.5_cuda-DD_a100-oci-2node-256MiB.out')
+    device, output = run_on_sandbox(tmp_path / 'cuda', slurm_sandbox, 'ndv5',
+                                    1, *selection, '-S', 'message_size=268435456',
+                                    CLUSTERPROOF_REPLAY_OSU_BW=cuda)
+    assert device.returncode == 0, output
+    assert perf_values(output)['bandwidth'] == 11962.21
+    script = next((tmp_path / 'cuda' / 'rfm').rglob('rfm_job.sh')).read_text()
+    assert 'osu_bw -m 268435456 -d cuda D D' in script

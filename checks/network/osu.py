@@ -85,6 +85,11 @@ class OsuBase(BenchmarkTest, NodeLayout):
 
     def parsed(self):
         result = super().parsed()
+        problem = result.ok and osu.buffer_problem(result.details,
+                                                   self.buffer)
+        if problem:
+            return parsers.failure(self.parser_tool, problem,
+                                   result.metrics, result.details)
         if result.ok or result.details.get('curve'):
             return result
         # OMB prints its refusals, and the launcher its abort, on stderr:
