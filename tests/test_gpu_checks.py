@@ -619,7 +619,7 @@ def test_perftest_hca_missing_on_client_node(tmp_path, slurm_sandbox):
     result, output = run_on_sandbox(
         tmp_path, slurm_sandbox, 'ndv5', 2,
         '-c', 'checks/network/perftest.py',
-        '-S', 'pair_timeout=60',
+        '-S', 'pair_timeout=60', '-S', 'gpu_memory=off',
         '-n', 'PerftestPair%benchmark=ib_write_bw',
         CLUSTERPROOF_STANDIN_HCAS_SB_N2='mlx5_ib0',
         CLUSTERPROOF_STANDIN_RUN=str(tmp_path))

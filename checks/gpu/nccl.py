@@ -164,16 +164,11 @@ class NcclBase(BenchmarkTest):
                 'nccl', self.reference_key, self.vm_sku()):
             return
         found = references.lookup('nccl', self.reference_name('multi'),
-                                   self.vm_sku())
-        target = self.current_partition.fullname
-        table = dict(self.reference.get(target, {}))
-        for name, ref in found.items():
-            table.setdefault(name, (ref.value, None, None, ref.unit))
-        self.reference_sources = {
-            **{name: ref.source for name, ref in found.items()},
-            **self.reference_sources}
-        if table:
-            self.reference = {**self.reference, target: table}
+                                  self.vm_sku())
+        self.merge_references(
+            {name: (ref.value, None, None, ref.unit)
+             for name, ref in found.items()},
+            {name: ref.source for name, ref in found.items()})
 
 
 @rfm.simple_test

@@ -203,7 +203,7 @@ class PerftestBase(BenchmarkTest):
     listen_wait = variable(int, value=60)
     extra_options = variable(typ.List[str], value=[])
     recorded_variables = ['benchmark', 'bidirectional', 'all_sizes',
-                          'msg_size', 'qps', 'gpu_memory']
+                          'msg_size', 'qps', 'gpu_memory', 'link_type']
 
     loopback = False
 
@@ -354,16 +354,10 @@ class PerftestBase(BenchmarkTest):
         # the SKU; every HCA gets it.
         found = references.lookup('perftest', self.reference_name(),
                                   self.vm_sku())
-        target = self.current_partition.fullname
-        table = dict(self.reference.get(target, {}))
-        sources = {}
-        for name, ref in found.items():
-            for hca in self.hca_list():
-                table.setdefault(f'{name}_{hca}', ref.as_reframe())
-                sources[f'{name}_{hca}'] = ref.source
-        if table:
-            self.reference = {**self.reference, target: table}
-            self.reference_sources = sources
+        per_hca = [(f'{name}_{hca}', ref) for name, ref in found.items()
+                   for hca in self.hca_list()]
+        self.merge_references({var: ref.as_reframe() for var, ref in per_hca},
+                              {var: ref.source for var, ref in per_hca})
 
 
 @rfm.simple_test
