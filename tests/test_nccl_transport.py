@@ -28,6 +28,14 @@ def test_ib_with_gpudirect_rdma():
     assert nccl.transport_problem(found, True, 'ib') is None
 
 
+def test_ib_through_the_hpcx_sharp_plugin_and_pxn():
+    # Azure HPC images load HPC-X's plugin: NET/IBext, PXN proxies as (8)
+    found = summary('ib-gdr-ibext-pxn_h100-2node-excerpt.log')
+    assert found['channels'] == {'NET/IBext/GDRDMA': 2, 'P2P/IPC': 1}
+    assert nccl.measured_fabric(found, multinode=True) == 'ib'
+    assert nccl.transport_problem(found, True, 'ib') is None
+
+
 def test_ib_without_gpudirect_rdma_fails():
     found = summary(IB_NO_GDR)
     assert found['channels'] == {'NET/IB': 1, 'SHM': 1}
@@ -111,6 +119,8 @@ def test_parse_with_socket_log_before_the_table():
     ('NET/IB/3/GDRDMA', 'NET/IB/GDRDMA'),
     ('NET/IB/0/GDRDMA/Shared', 'NET/IB/GDRDMA'),
     ('NET/IB/0', 'NET/IB'),
+    ('NET/IBext_v8/1/GDRDMA', 'NET/IBext_v8/GDRDMA'),
+    ('NET/IBext/0(8)/GDRDMA', 'NET/IBext/GDRDMA'),
     ('NET/Socket/0', 'NET/Socket'),
     ('P2P/IPC', 'P2P/IPC'),
     ('P2P/CUMEM/read', 'P2P/CUMEM'),
@@ -120,3 +130,16 @@ def test_parse_with_socket_log_before_the_table():
 ])
 def test_channel_kinds(via, kind):
     assert nccl._channel_kind(via) == kind
+
+
+def test_other_networks_are_not_infiniband():
+    # kinds as _channel_kind writes them: an OFI (EFA) plugin, RoCE via
+    # NVIDIA's RDMA plugin without GDR
+    efa = {'logged': True, 'channels': {'NET/AWS Libfabric/GDRDMA': 4},
+           'network': [], 'nvls': False, 'mnnvl': False}
+    assert nccl.transport_problem(efa, True, 'ib') == (
+        'inter-node traffic not over InfiniBand: 4 x NET/AWS Libfabric/GDRDMA')
+    plugin = dict(efa, channels={'NET/NCCL RDMA Plugin v10': 2})
+    assert nccl.transport_problem(plugin, True, 'ib') == (
+        'InfiniBand without GPUDirect RDMA (no /GDRDMA): '
+        '2 x NET/NCCL RDMA Plugin v10')

@@ -299,6 +299,20 @@ def _is_net(kind: str) -> bool:
     return kind.startswith('NET/')
 
 
+def _is_ib(kind: str) -> bool:
+    """InfiniBand verbs, NCCL's own (NET/IB) or a plugin's: HPC-X's SHARP
+    plugin on the Azure HPC images says NET/IBext[_v<n>], NVIDIA's newer
+    one NET/NCCL RDMA Plugin v<n>."""
+    if not _is_net(kind):
+        return False
+    name = kind.split('/')[1]
+    return name.startswith('IB') or 'RDMA Plugin' in name
+
+
+def _is_ib_gdr(kind: str) -> bool:
+    return _is_ib(kind) and kind.endswith('/GDRDMA')
+
+
 def measured_fabric(summary: dict, multinode: bool) -> str | None:
     """The fabric the log proves, or None when it proves none."""
     channels = summary['channels']
@@ -309,7 +323,7 @@ def measured_fabric(summary: dict, multinode: bool) -> str | None:
         if net or shm or not (local or summary['nvls']):
             return None
         return 'nvlink'
-    gdr = _count(channels, lambda k: k == 'NET/IB/GDRDMA')
+    gdr = _count(channels, _is_ib_gdr)
     if net and gdr == net:
         return 'ib'
     if not net and summary['mnnvl']:
@@ -344,11 +358,10 @@ def transport_problem(summary: dict, multinode: bool,
                     f'NVLink: {channels["SHM"]} x SHM channel(s)')
         return ('no NVLink channel ("via P2P/...") and no NVLS in NCCL\'s '
                 'log: the transport is unproven')
-    no_gdr = _describe(channels, lambda k: k == 'NET/IB')
+    no_gdr = _describe(channels, lambda k: _is_ib(k) and not _is_ib_gdr(k))
     if no_gdr:
         return (f'InfiniBand without GPUDirect RDMA (no /GDRDMA): {no_gdr}')
-    other = _describe(channels, lambda k: _is_net(k) and
-                      not k.startswith('NET/IB'))
+    other = _describe(channels, lambda k: _is_net(k) and not _is_ib(k))
     if other:
         return f'inter-node traffic not over InfiniBand: {other}'
     if expected == 'mnnvl':
