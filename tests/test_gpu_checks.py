@@ -203,11 +203,13 @@ def test_nd_partition_transport_gpu_order_and_osu_flags(tmp_path, partition):
 
 def test_nccl_gb300_multinode_references_follow_the_fabric(tmp_path):
     blocks = {}
-    for fabric in ('ib', 'mnnvl'):
-        _, stdout = dry_run(tmp_path / fabric, 'azure:ndgb300v6',
+    for fabric in ('', 'ib'):  # '' = the partition's: MNNVL in one rack
+        options = ('-S', f'fabric={fabric}') if fabric else ()
+        _, stdout = dry_run(tmp_path / (fabric or 'default'),
+                            'azure:ndgb300v6',
                             '-n', 'NcclMultiNode%collective=all_reduce',
-                            '-S', f'fabric={fabric}')
-        blocks[fabric] = stdout
+                            *options)
+        blocks[fabric or 'mnnvl'] = stdout
     # intra-rack NVLink and inter-rack InfiniBand figures, never swapped,
     # and without a verdict (no node count published)
     assert 'busbw: None GB/s (r:937.0, l:None, u:None)' in blocks['mnnvl']

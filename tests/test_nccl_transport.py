@@ -81,6 +81,16 @@ def test_one_vm_through_host_memory_or_network_fails():
         '1 x SHM channel(s)')
 
 
+def test_multi_node_nvlink_markers():
+    found = summary('mnnvl_gb-1host-4gpu-excerpt.log')
+    assert found['mnnvl'] and found['channels'] == {'P2P/MNNVL': 1}
+    # NVLink inside the VM; across VMs, NVLink with no network channel
+    assert nccl.measured_fabric(found, multinode=False) == 'nvlink'
+    assert nccl.measured_fabric(found, multinode=True) == 'mnnvl'
+    assert nccl.transport_problem(found, True, 'ib') == (
+        'expected InfiniBand, but the VMs talked over multi-node NVLink')
+
+
 def test_ib_run_where_mnnvl_was_expected_fails():
     assert nccl.transport_problem(summary(IB_GDR), True, 'mnnvl') == (
         'expected multi-node NVLink, found ib: 30 x NET/IB/GDRDMA')
