@@ -565,6 +565,20 @@ def test_perftest_rows_carry_device_and_peak(tmp_path, slurm_sandbox):
     assert row['peak_source'].startswith('NDR InfiniBand, 400 Gb/s (Azure docs')
 
 
+def test_perftest_bidirectional_peak_is_both_directions(tmp_path,
+                                                        slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'hbv4', 2,
+        '-c', 'checks/network/perftest.py', '-S', 'bidirectional=true',
+        '-n', 'PerftestLoopback%benchmark=ib_send_bw')
+    assert result.returncode == 0, output
+    rows = [row for row in stored_rows(tmp_path / 'home')
+            if row['check_perf_var'] == 'bw_avg']
+    assert [(row['device'], row['check_perf_peak']) for row in rows] == \
+        [('mlx5_ib0', 800.0)]
+    assert rows[0]['peak_source'].endswith('x 2 directions (-b)')
+
+
 def test_perftest_loopback_names_the_slow_hca(tmp_path, slurm_sandbox):
     slow = str(DATA / 'perftest' / 'ib_read_bw_a-mlx4-fdr-MBsec.out')
     result, output = run_on_sandbox(

@@ -1,7 +1,8 @@
 """perftest (ib_write_bw, ib_send_bw, ib_send_lat) on every InfiniBand HCA.
 
 One result per HCA (``bw_avg_mlx5_ib0``, ``bw_avg_mlx5_ib1``, ...) so that a
-single bad port shows. For each HCA of extras['ib_hcas'] in turn, the job
+single bad port shows; each stored row holds the metric (``bw_avg``), the
+HCA (``device``) and the HCA's line rate as its peak. For each HCA of extras['ib_hcas'] in turn, the job
 starts the server in the background, waits until it listens, runs the
 client against it and stops the server; servers left behind are killed when
 the job ends (trap). Each client writes ``<hca>.out`` in the stage
@@ -14,7 +15,11 @@ directory, each server ``<hca>.server.out``.
 Defaults follow azurehpc-health-checks: ``-F --report_gbits``, warm-up,
 GPU memory of GPU i with HCA i on GPU partitions (8 MiB messages), host
 memory with 2 QPs and 1 MiB messages elsewhere; each side bound to the NUMA
-node of its HCA.
+node of its HCA. A result counts only if perftest shows it measured what was
+asked: GPU buffers when GPU memory was asked for, and "Link type: IB".
+
+The pair script starts its own steps (srun --overlap, scontrol,
+$SLURM_JOB_NODELIST): the checks run on Slurm partitions only.
 """
 import os
 import shlex
