@@ -20,23 +20,26 @@ import pytest
 from checks.network import perftest as perftest_check
 from checks.parsers import perftest as perftest_parser
 from checks.parsers import nccl as nccl_parser
-from tests.helpers import DATA, REPO, STANDINS, run_reframe, suite_env
+from checks.common import references
+from config.systems.azure_skus import SKUS
+from tests.helpers import (DATA, REPO, STANDINS, run_reframe,
+                           stored_rows, suite_env)
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 DRY_LINE = re.compile(
-    r'\[\s*DRY\s*\] (\S+) (%\S+) /(\w+) @(\S+?):(\S+?)\+(\S+)')
+    r'\[\s*DRY\s*\] (\S+) ((?:%\S+ )*%\S+) /(\w+) @(\S+?):(\S+?)\+(\S+)')
 
 
 def clean_env(tmp_path, **extra):
     return suite_env(tmp_path / 'home', extra)
 
 
-def dry_run(tmp_path, system, *args):
+def dry_run(tmp_path, system, *args,
+            checks=('checks/gpu/nccl.py', 'checks/network/perftest.py')):
     """--dry-run of the GPU and perftest checks: {(class, params): stage}."""
     prefix = tmp_path / 'rfm'
-    result = run_reframe('--system', system,
-                         '-c', 'checks/gpu/nccl.py',
-                         '-c', 'checks/network/perftest.py',
+    files = [arg for path in checks for arg in ('-c', path)]
+    result = run_reframe('--system', system, *files,
                          *args, '--dry-run', '--prefix', str(prefix),
                          env=clean_env(tmp_path), cwd=str(REPO))
     stdout = ANSI.sub('', result.stdout)
@@ -70,6 +73,8 @@ def test_nccl_single_node_layout_on_ndv5(ndv5):
                  'export NCCL_IB_PCI_RELAXED_ORDERING=1',
                  'export NCCL_SOCKET_IFNAME=eth0',
                  'export OMPI_MCA_coll_hcoll_enable=0',
+                 'export NCCL_DEBUG=INFO',
+                 'export NCCL_DEBUG_SUBSYS=INIT,NET',
                  'export PATH=/opt/nccl-tests/build:$PATH',
                  'srun --mpi=pmix --cpu-bind=ldoms all_reduce_perf '
                  '-b 8 -e 16G -f 2 -g 1']:
@@ -99,13 +104,21 @@ def test_nccl_references_follow_the_sku(ndv5):
     gather = next(b for b in blocks
                   if 'NcclSingleNode %collective=all_gather' in b)
     assert 'r:' not in gather  # nothing published for all_gather
+    # [AIInfra]'s multi-node figure names no node count: shown, not judged
+    multi = next(b for b in blocks
+                 if 'NcclMultiNode %collective=all_reduce' in b)
+    assert 'busbw: None GB/s (r:450.0, l:None, u:None)' in multi
 
 
 def test_nccl_ndv4_gpu_order_and_topology(tmp_path):
     stages, _ = dry_run(tmp_path, 'azure:ndv4', '-n', 'NcclSingleNode')
     script = job_script(stages, 'NcclSingleNode', '%collective=all_reduce')
-    # the GPU order of the seed post's ND A100 v4 command line
-    assert 'export CUDA_VISIBLE_DEVICES=2,3,0,1,6,7,4,5' in script
+    # the GPU order of the seed post's ND A100 v4 command line, set inside
+    # the step: srun --gres rewrites an exported CUDA_VISIBLE_DEVICES
+    assert ('srun --mpi=pmix --cpu-bind=ldoms env '
+            'CUDA_VISIBLE_DEVICES=2,3,0,1,6,7,4,5 all_reduce_perf -b 8 -e 16G '
+            '-f 2 -g 1') in script.splitlines()
+    assert 'export CUDA_VISIBLE_DEVICES' not in script
     assert 'export NCCL_TOPO_FILE=/opt/microsoft/ndv4-topo.xml' in script
 
 
@@ -113,19 +126,20 @@ def test_nccl_multi_node_on_h200_with_overrides(tmp_path):
     stages, _ = dry_run(tmp_path, 'azure:ndh200v5', '-n', 'NcclMultiNode',
                         '-S', 'num_nodes=4', '-S', 'max_bytes=8G',
                         '-S',
-                        'nccl_env=NCCL_DEBUG:WARN,NCCL_SOCKET_IFNAME:ib0',
+                        'nccl_env=NCCL_IB_QPS_PER_CONNECTION:2,'
+                        'NCCL_SOCKET_IFNAME:ib0',
                         '-S', 'gpu_binding=0,1,2,3,4,5,6,7',
                         '-S', 'nccl_tests_dir=/shared/nccl-tests/build')
     script = job_script(stages, 'NcclMultiNode', '%collective=all_gather')
     lines = script.splitlines()
     assert '#SBATCH --ntasks=32' in lines
     assert '#SBATCH --ntasks-per-node=8' in lines
-    assert 'export NCCL_DEBUG=WARN' in lines
+    assert 'export NCCL_IB_QPS_PER_CONNECTION=2' in lines
     assert 'export NCCL_SOCKET_IFNAME=ib0' in lines          # overridden
     assert 'export NCCL_SOCKET_IFNAME=eth0' not in lines
-    assert 'export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7' in lines
     assert 'export PATH=/shared/nccl-tests/build:$PATH' in lines
-    assert any(line.endswith('all_gather_perf -b 8 -e 8G -f 2 -g 1')
+    assert any(line.endswith('env CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 '
+                             'all_gather_perf -b 8 -e 8G -f 2 -g 1')
                for line in lines)
 
 
@@ -144,6 +158,75 @@ def test_nccl_not_on_cpu_partitions(tmp_path):
                          env=clean_env(tmp_path), cwd=str(REPO))
     assert result.returncode == 0, result.stderr
     assert 'Found 0 check(s)' in result.stdout
+
+
+ND_PARTITIONS = [name for name, sku in SKUS.items() if sku.get('gpus')]
+
+
+def srun_line(script):
+    return next(line for line in script.splitlines()
+                if line.startswith('srun '))
+
+
+@pytest.mark.parametrize('partition', ND_PARTITIONS)
+def test_nd_partition_transport_gpu_order_and_osu_flags(tmp_path, partition):
+    stages, _ = dry_run(tmp_path, f'azure:{partition}', '-n', 'Nccl|Osu',
+                        checks=('checks/gpu/nccl.py', 'checks/network/osu.py'))
+    binding = SKUS[partition]['extras'].get('gpu_binding')
+    nccl_scripts = [(stages[key] / 'rfm_job.sh').read_text()
+                    for key in stages if key[0].startswith('Nccl')]
+    assert len(nccl_scripts) == 10  # 5 collectives x one VM / several VMs
+    for script in nccl_scripts:
+        lines = script.splitlines()
+        # NCCL logs its network and transport choices for the parser
+        assert 'export NCCL_DEBUG=INFO' in lines
+        assert 'export NCCL_DEBUG_SUBSYS=INIT,NET' in lines
+        # the GPU order, where the SKU has one, is set inside the step
+        assert 'export CUDA_VISIBLE_DEVICES' not in script
+        launch = srun_line(script)
+        if binding:
+            assert f' env CUDA_VISIBLE_DEVICES={binding} ' in launch
+        else:
+            assert 'CUDA_VISIBLE_DEVICES' not in launch
+    # OMB: point-to-point places both buffers (D D), collectives take -d only
+    for benchmark in ('osu_latency', 'osu_bw', 'osu_bibw'):
+        key = ('OsuPointToPoint', f'%buffer=cuda %benchmark={benchmark}')
+        assert srun_line(job_script(stages, *key)).endswith(
+            f'{benchmark} -d cuda D D')
+    for benchmark in ('osu_allreduce', 'osu_alltoall'):
+        key = ('OsuCollective', f'%buffer=cuda %benchmark={benchmark}')
+        assert srun_line(job_script(stages, *key)).endswith(
+            f'{benchmark} -d cuda')
+        host = ('OsuCollective', f'%buffer=cpu %benchmark={benchmark}')
+        assert srun_line(job_script(stages, *host)).endswith(benchmark)
+
+
+def test_nccl_gb300_multinode_references_follow_the_fabric(tmp_path):
+    blocks = {}
+    for fabric in ('', 'ib'):  # '' = the partition's: MNNVL in one rack
+        options = ('-S', f'fabric={fabric}') if fabric else ()
+        _, stdout = dry_run(tmp_path / (fabric or 'default'),
+                            'azure:ndgb300v6',
+                            '-n', 'NcclMultiNode%collective=all_reduce',
+                            *options)
+        blocks[fabric or 'mnnvl'] = stdout
+    # intra-rack NVLink and inter-rack InfiniBand figures, never swapped,
+    # and without a verdict (no node count published)
+    assert 'busbw: None GB/s (r:937.0, l:None, u:None)' in blocks['mnnvl']
+    assert 'busbw: None GB/s (r:200.0, l:None, u:None)' in blocks['ib']
+
+
+def test_nccl_reference_keys():
+    from checks.gpu import nccl as nccl_check
+    assert nccl_check.UNCHECKED == 'off'
+    refs = references.lookup('nccl', 'all_reduce_16G_1node_nvlink',
+                             'Standard_ND96isr_H100_v5')
+    assert refs['busbw'].value == 460.0 and refs['busbw'].lower == 0.0
+    # the old single/multi-node keys are gone: nothing matches them
+    assert not references.lookup('nccl', 'all_reduce_16G',
+                                 'Standard_ND96isr_H100_v5')
+    assert not references.lookup('nccl', 'all_reduce_16G_2node_ib',
+                                 'Standard_ND96isr_H100_v5')
 
 
 # -- perftest: job scripts ---------------------------------------------------
@@ -314,6 +397,21 @@ def run_on_sandbox(tmp_path, slurm_sandbox, partition, gpus, *args, **env):
     return result, ANSI.sub('', result.stdout + result.stderr)
 
 
+def sanity_error_on_sandbox(tmp_path, slurm_sandbox, partition, gpus, *args,
+                            **env):
+    """A sandbox run that must fail its sanity check: what ReFrame printed
+    after 'sanity error: '."""
+    result, output = run_on_sandbox(tmp_path, slurm_sandbox, partition, gpus,
+                                    *args, **env)
+    assert result.returncode != 0, output
+    assert 'sanity error: ' in output, output
+    return output.split('sanity error: ', 1)[1]
+
+
+NCCL_MULTI_GATHER = ('-c', 'checks/gpu/nccl.py',
+                     '-n', 'NcclMultiNode%collective=all_gather')
+
+
 def perf_values(output):
     return {m[1]: float(m[2])
             for m in re.finditer(r'P: (\w+): ([\d.]+) ', output)}
@@ -321,6 +419,11 @@ def perf_values(output):
 
 GB10 = str(DATA / 'nccl-tests' /
            'all_gather_gb10-dgxspark-2node-v2.18.3-1G-4G.out')
+# Real NCCL INFO logs the stand-in prints before the table
+NCCL_LOGS = DATA / 'nccl-tests' / 'info'
+NVLINK_LOG = str(NCCL_LOGS / 'nvls_h800-1node-8gpu-g8-nccl2.18.3-trimmed.out')
+IB_GDR_LOG = str(NCCL_LOGS / 'ib-gdr_8gpu-2node-nccl2.27.5-excerpt.log')
+SOCKET_LOG = str(NCCL_LOGS / 'socket_v100-2node-nccl2.7.8.log')
 
 
 def test_nccl_single_node_on_sandbox(tmp_path, slurm_sandbox):
@@ -328,7 +431,7 @@ def test_nccl_single_node_on_sandbox(tmp_path, slurm_sandbox):
     result, output = run_on_sandbox(
         tmp_path, slurm_sandbox, 'ndv5', 2,
         '-c', 'checks/gpu/nccl.py', '-n', 'NcclSingleNode',
-        CLUSTERPROOF_REPLAY_NCCL=GB10)
+        CLUSTERPROOF_REPLAY_NCCL=GB10, CLUSTERPROOF_REPLAY_NCCL_LOG=NVLINK_LOG)
     assert result.returncode != 0, output
     assert 'Ran 5/5 test case(s)' in output and '1 failure(s)' in output
     # all_reduce meets the ND H100 v5 floor, which a GB10 replay cannot
@@ -345,12 +448,44 @@ def test_nccl_single_node_on_sandbox(tmp_path, slurm_sandbox):
 def test_nccl_multi_node_on_sandbox(tmp_path, slurm_sandbox):
     # 2 nodes x 1 pretend GPU: the GB10 sample's own layout
     result, output = run_on_sandbox(
-        tmp_path, slurm_sandbox, 'ndv5', 1,
-        '-c', 'checks/gpu/nccl.py',
-        '-n', 'NcclMultiNode%collective=all_gather',
-        CLUSTERPROOF_REPLAY_NCCL=GB10)
+        tmp_path, slurm_sandbox, 'ndv5', 1, *NCCL_MULTI_GATHER,
+        CLUSTERPROOF_REPLAY_NCCL=GB10, CLUSTERPROOF_REPLAY_NCCL_LOG=IB_GDR_LOG)
     assert result.returncode == 0, output
     assert perf_values(output)['busbw'] == 22.14
+
+
+def test_nccl_socket_fallback_fails_on_sandbox(tmp_path, slurm_sandbox):
+    # the same numbers, but NCCL's log says the VMs talked over TCP
+    error = sanity_error_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 1, *NCCL_MULTI_GATHER,
+        CLUSTERPROOF_REPLAY_NCCL=GB10, CLUSTERPROOF_REPLAY_NCCL_LOG=SOCKET_LOG)
+    assert error.startswith('NCCL fell back to sockets (TCP, no InfiniBand): '
+                            '8 x NET/Socket')
+
+
+def test_nccl_without_info_log_is_unproven_on_sandbox(tmp_path,
+                                                      slurm_sandbox):
+    error = sanity_error_on_sandbox(tmp_path, slurm_sandbox, 'ndv5', 1,
+                                    *NCCL_MULTI_GATHER,
+                                    CLUSTERPROOF_REPLAY_NCCL=GB10)
+    assert error.startswith('no NCCL INFO lines in the output')
+
+
+def test_nccl_gpu_order_reaches_the_program(tmp_path, slurm_sandbox):
+    # what the stand-in received inside the job step, per rank
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 2,
+        '-c', 'checks/gpu/nccl.py',
+        '-n', 'NcclSingleNode%collective=all_gather',
+        '-S', 'gpu_binding=1,0',
+        CLUSTERPROOF_REPLAY_NCCL=GB10, CLUSTERPROOF_REPLAY_NCCL_LOG=NVLINK_LOG)
+    assert result.returncode == 0, output
+    stderr = next((tmp_path / 'rfm').rglob('rfm_job.err')).read_text()
+    for rank in (0, 1):
+        assert (f'all_gather_perf stand-in (rank {rank}): '
+                'CUDA_VISIBLE_DEVICES=1,0 NCCL_DEBUG=INFO '
+                'NCCL_DEBUG_SUBSYS=INIT,NET args: -b 8 -e 16G -f 2 -g 1'
+                ) in stderr
 
 
 def test_nccl_fewer_ranks_than_asked_fails(tmp_path, slurm_sandbox):
@@ -363,22 +498,85 @@ def test_nccl_fewer_ranks_than_asked_fails(tmp_path, slurm_sandbox):
     assert 'sanity error: ran on 2 ranks, expected 4' in output
 
 
+CUDA_REPLAY = str(DATA / 'perftest' /
+                  'ib_write_bw_a-cuda-dmabuf-h200-roce-gbits.out')
+HOST_SLOW_REPLAY = str(DATA / 'perftest' / 'ib_read_bw_a-mlx4-fdr-MBsec.out')
+
+
 def test_perftest_pair_per_hca_on_sandbox(tmp_path, slurm_sandbox):
-    slow = str(DATA / 'perftest' / 'ib_read_bw_a-mlx4-fdr-MBsec.out')
+    # GPU memory on the pretend GPUs: mlx5_ib0 replays a real CUDA run
+    # (over RoCE, hence link_type=Ethernet), mlx5_ib1 a host-memory one,
+    # which must not pass for a GPUDirect measurement
     result, output = run_on_sandbox(
         tmp_path, slurm_sandbox, 'ndv5', 2,
-        '-c', 'checks/network/perftest.py',
+        '-c', 'checks/network/perftest.py', '-S', 'link_type=Ethernet',
         '-n', 'PerftestPair%benchmark=ib_write_bw',
-        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB1=slow)
-    assert result.returncode == 0, output  # no two-node figure for H100 v5
-    values = perf_values(output)
-    assert values['bw_avg_mlx5_ib0'] == 392.34
-    assert values['bw_avg_mlx5_ib1'] == 30.7563  # 3666.44 MiB/s
+        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB0=CUDA_REPLAY,
+        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB1=HOST_SLOW_REPLAY)
+    assert result.returncode != 0, output
+    assert ('sanity error: mlx5_ib1: GPU memory was asked for, but perftest '
+            'reports no GPU buffer') in output
+    assert 'mlx5_ib0:' not in output.split('sanity error:')[-1]
     stage = next((tmp_path / 'rfm').rglob('perftest_hcas.sh')).parent
     assert '--use_cuda=1' in (stage / 'perftest_hcas.sh').read_text()
     # each server ran on the first node and was reached by its client
     assert 'Waiting for client to connect' in \
         (stage / 'mlx5_ib1.server.out').read_text()
+
+
+def test_perftest_gpu_memory_off_takes_host_memory(tmp_path, slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'ndv5', 2,
+        '-c', 'checks/network/perftest.py', '-S', 'gpu_memory=off',
+        '-n', 'PerftestPair%benchmark=ib_write_bw',
+        CLUSTERPROOF_REPLAY_PERFTEST_MLX5_IB1=HOST_SLOW_REPLAY)
+    assert result.returncode == 0, output  # no two-node figure for H100 v5
+    values = perf_values(output)
+    assert values['bw_avg_mlx5_ib0'] == 392.34
+    assert values['bw_avg_mlx5_ib1'] == 30.7563  # 3666.44 MiB/s
+
+
+def test_perftest_over_roce_is_not_infiniband(tmp_path, slurm_sandbox):
+    error = sanity_error_on_sandbox(
+        tmp_path, slurm_sandbox, 'hbv4', 2,
+        '-c', 'checks/network/perftest.py',
+        '-n', 'PerftestLoopback%benchmark=ib_write_bw',
+        CLUSTERPROOF_REPLAY_PERFTEST=CUDA_REPLAY)
+    assert error.startswith('mlx5_ib0: link type Ethernet, expected IB')
+
+
+def test_perftest_rows_carry_device_and_peak(tmp_path, slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'hbv4', 2,
+        '-c', 'checks/network/perftest.py', '-S', 'hcas=mlx5_ib0,mlx5_ib1',
+        '-n', 'PerftestLoopback%benchmark=ib_write_bw')
+    assert result.returncode == 0, output
+    rows = [row for row in stored_rows(tmp_path / 'home')
+            if row['check_name'].startswith('PerftestLoopback')]
+    by_device = {(row['check_perf_var'], row['device']): row for row in rows}
+    assert set(by_device) == {(metric, hca) for metric in ('bw_avg', 'bw_peak')
+                              for hca in ('mlx5_ib0', 'mlx5_ib1')}
+    row = by_device[('bw_avg', 'mlx5_ib1')]
+    assert row['check_perf_value'] == 392.34
+    assert row['check_perf_unit'] == 'Gb/s'
+    assert row['check_perf_ref'] == 390.0           # [AzHC] floor, HB176rs_v4
+    assert row['check_perf_result'] == 'pass'
+    assert row['check_perf_peak'] == 400.0          # NDR line rate per HCA
+    assert row['peak_source'].startswith('NDR InfiniBand, 400 Gb/s (Azure docs')
+
+
+def test_perftest_bidirectional_peak_is_both_directions(tmp_path,
+                                                        slurm_sandbox):
+    result, output = run_on_sandbox(
+        tmp_path, slurm_sandbox, 'hbv4', 2,
+        '-c', 'checks/network/perftest.py', '-S', 'bidirectional=true',
+        '-n', 'PerftestLoopback%benchmark=ib_send_bw')
+    assert result.returncode == 0, output
+    rows = [row for row in stored_rows(tmp_path / 'home')
+            if row['check_perf_var'] == 'bw_avg']
+    assert [(row['device'], row['check_perf_peak']) for row in rows] == \
+        [('mlx5_ib0', 800.0)]
+    assert rows[0]['peak_source'].endswith('x 2 directions (-b)')
 
 
 def test_perftest_loopback_names_the_slow_hca(tmp_path, slurm_sandbox):
@@ -437,7 +635,7 @@ def test_perftest_hca_missing_on_client_node(tmp_path, slurm_sandbox):
     result, output = run_on_sandbox(
         tmp_path, slurm_sandbox, 'ndv5', 2,
         '-c', 'checks/network/perftest.py',
-        '-S', 'pair_timeout=60',
+        '-S', 'pair_timeout=60', '-S', 'gpu_memory=off',
         '-n', 'PerftestPair%benchmark=ib_write_bw',
         CLUSTERPROOF_STANDIN_HCAS_SB_N2='mlx5_ib0',
         CLUSTERPROOF_STANDIN_RUN=str(tmp_path))
@@ -470,8 +668,68 @@ def test_standins_say_what_they_are():
                  'sendrecv_perf'):
         assert os.path.realpath(STANDINS / name) == \
             os.path.realpath(STANDINS / 'all_reduce_perf')
-    proc = subprocess.run([str(STANDINS / 'alltoall_perf')],
+    proc = subprocess.run([str(STANDINS / 'alltoall_perf'), '-b', '8',
+                           '-e', '16G', '-f', '2', '-g', '1'],
                           capture_output=True, text=True,
                           env={**os.environ, 'SLURM_PROCID': '0'})
     assert 'stand-in' in proc.stderr
     assert nccl_parser.parse(proc.stdout).ok
+    # it checks its own command line and the files it replays
+    wrong = subprocess.run([str(STANDINS / 'alltoall_perf'), '-x'],
+                           capture_output=True, text=True)
+    assert wrong.returncode == 2 and wrong.stdout == ''
+    assert 'not an nccl-tests command line: -x' in wrong.stderr
+    missing = subprocess.run(
+        [str(STANDINS / 'alltoall_perf'), '-b', '8', '-e', '8', '-f', '2',
+         '-g', '1'], capture_output=True, text=True,
+        env={**os.environ, 'SLURM_PROCID': '0',
+             'CLUSTERPROOF_REPLAY_NCCL_LOG': '/nonexistent/nccl.log'})
+    assert missing.returncode == 2
+    assert 'cannot read /nonexistent/nccl.log' in missing.stderr
+
+
+SLURM_COMMAND = re.compile(r'\b(srun|scontrol|sbatch|squeue|salloc|sacct)\b'
+                           r'|\$\{?SLURM_JOB_NODELIST')
+
+
+def test_pbs_example_job_scripts_have_no_slurm_command(tmp_path):
+    prefix = tmp_path / 'rfm'
+    result = run_reframe('--system', 'pbs-example', '-c', 'checks', '-R',
+                         '--dry-run', '--prefix', str(prefix),
+                         env=clean_env(tmp_path), cwd=str(REPO))
+    output = ANSI.sub('', result.stdout)
+    assert result.returncode == 0, output + result.stderr
+    scripts = sorted((prefix / 'stage').rglob('*.sh'))
+    names = {path.parent.name.split('_')[0] for path in scripts}
+    # the two-node MPI checks run there (mpirun), perftest does not
+    assert {'OsuPointToPoint', 'OsuCollective'} <= names
+    assert not any(name.startswith('Perftest') for name in names)
+    skipped = re.findall(r'SKIP \] .*? (Perftest\w+) .*@pbs-example:\w+\+\w+ '
+                         r'\[.*: Slurm partitions only\]', output)
+    assert set(skipped) == {'PerftestPair', 'PerftestLoopback'}
+    for path in scripts:
+        text = path.read_text()
+        assert '#PBS' in text or path.name != 'rfm_job.sh', path
+        found = SLURM_COMMAND.search(text)
+        assert found is None, f'{path}: {found[0]}'
+
+
+def test_osu_gpu_buffers_proven_on_sandbox(tmp_path, slurm_sandbox):
+    selection = ('-c', 'checks/network/osu.py',
+                 '-n', 'OsuPointToPoint%buffer=cuda%benchmark=osu_bw')
+    for run in ('host', 'cuda'):
+        (tmp_path / run).mkdir()
+    host, output = run_on_sandbox(tmp_path / 'host', slurm_sandbox, 'ndv5',
+                                  1, *selection)
+    # the stand-in's default osu_bw replay is a host-memory run
+    assert host.returncode != 0
+    assert ('sanity error: GPU buffers were asked for (-d cuda), but OMB '
+            'ran with host buffers') in output
+    cuda = str(DATA / 'osu' / 'osu_bw_v7.5_cuda-DD_a100-oci-2node-256MiB.out')
+    device, output = run_on_sandbox(tmp_path / 'cuda', slurm_sandbox, 'ndv5',
+                                    1, *selection, '-S', 'message_size=268435456',
+                                    CLUSTERPROOF_REPLAY_OSU_BW=cuda)
+    assert device.returncode == 0, output
+    assert perf_values(output)['bandwidth'] == 11962.21
+    script = next((tmp_path / 'cuda' / 'rfm').rglob('rfm_job.sh')).read_text()
+    assert 'osu_bw -m 268435456 -d cuda D D' in script

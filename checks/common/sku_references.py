@@ -36,3 +36,13 @@ class SkuReferences(rfm.RegressionTestPlugin):
         for name, ref in found.items():
             table.setdefault(name, ref.as_reframe())
         self.reference = {**self.reference, target: table}
+
+    def merge_references(self, entries: dict, sources: dict) -> None:
+        """Add ReFrame reference tuples (name -> (value, lower, upper,
+        unit)) for this partition and where each comes from, keeping any
+        the test already holds."""
+        target = self.current_partition.fullname
+        table = {**entries, **self.reference.get(target, {})}
+        if table:
+            self.reference = {**self.reference, target: table}
+        self.reference_sources = {**sources, **self.reference_sources}

@@ -10,18 +10,38 @@ with block distribution this mirrors the `mpirun --map-by ppr:8:node
 
 Only partitions with the 'gpu' feature (gpus_per_node > 0) run it. The
 parser fails the run when it shows fewer ranks than the job asked for.
+
+The transport is proven, not assumed: NCCL logs its choices (NCCL_DEBUG=INFO,
+subsystems INIT and NET) and the run fails, with the reason, unless the log
+shows the expected fabric: NVLink (P2P or NVLS, nothing through host memory
+or the network) on one VM; InfiniBand with GPUDirect RDMA on every
+inter-node channel across VMs (or multi-node NVLink where the partition or
+-S fabric=mnnvl says so). References are keyed by collective, largest size,
+node count and that fabric (see checks/references/nccl.yaml).
+
+The GPU order (extras['gpu_binding']) is set inside the job step, on the
+command line (``env CUDA_VISIBLE_DEVICES=... all_reduce_perf ...``): srun
+with --gres rewrites CUDA_VISIBLE_DEVICES for each step, so a value
+exported by the batch script would be lost.
 """
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
+from ..common import references
 from ..common.benchmark import BenchmarkTest
+from ..parsers.nccl import FABRICS
 
 COLLECTIVES = ['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall',
                'sendrecv']
 
 # Not SKU facts but what the seed's nccl-tests line sets on every ND VM:
 # HPC-X's hcoll is off for the MPI bootstrap (-mca coll_hcoll_enable 0).
-BASE_ENV = {'OMPI_MCA_coll_hcoll_enable': '0'}
+# NCCL logs its network and transport choices, which the parser checks.
+BASE_ENV = {'OMPI_MCA_coll_hcoll_enable': '0',
+            'NCCL_DEBUG': 'INFO', 'NCCL_DEBUG_SUBSYS': 'INIT,NET'}
+
+#: -S fabric=off: run without proving the transport (no verdict either).
+UNCHECKED = 'off'
 
 
 class NcclBase(BenchmarkTest):
@@ -53,9 +73,13 @@ class NcclBase(BenchmarkTest):
     gpu_binding = variable(str, value='')
     #: srun --cpu-bind value; '' leaves binding to Slurm's defaults.
     cpu_bind = variable(str, value='ldoms')
+    #: Fabric the run must prove: '' = 'nvlink' on one VM, across VMs the
+    #: partition's extras['nccl_multinode_fabric'] or 'ib'; 'mnnvl' for
+    #: multi-node NVLink (GB200/GB300 in one rack); 'off' = don't check.
+    fabric = variable(str, value='')
     extra_options = variable(typ.List[str], value=[])
     recorded_variables = ['collective', 'min_bytes', 'max_bytes',
-                          'gpus_per_rank']
+                          'gpus_per_rank', 'fabric']
 
     multinode = False
 
@@ -66,8 +90,31 @@ class NcclBase(BenchmarkTest):
     def set_binary(self):
         if not self.tool_binary:
             self.tool_binary = f'{self.collective}_perf'
-        self.reference_key = (f'{self.collective}_{self.max_bytes}'
-                              + ('_multinode' if self.multinode else ''))
+
+    def expected_fabric(self) -> str:
+        if self.fabric:
+            return self.fabric
+        if not self.multinode:
+            return 'nvlink'
+        return self.partition_extra('nccl_multinode_fabric', 'ib')
+
+    def reference_name(self, nodes: str) -> str:
+        """<collective>_<largest size>_<nodes>node_<fabric>; a run without
+        a proven fabric finds no reference."""
+        fabric = self.expected_fabric()
+        if fabric == UNCHECKED:
+            fabric = 'unproven'
+        return f'{self.collective}_{self.max_bytes}_{nodes}node_{fabric}'
+
+    @run_after('setup')
+    def set_fabric(self):
+        fabric = self.expected_fabric()
+        allowed = ('nvlink',) if not self.multinode else FABRICS[1:]
+        if fabric not in allowed + (UNCHECKED,):
+            raise ValueError(f'fabric={fabric!r}: expected one of '
+                             f'{", ".join(allowed + (UNCHECKED,))}')
+        self.fabric = fabric
+        self.reference_key = self.reference_name(str(self.node_count()))
 
     @run_after('setup')
     def set_layout(self):
@@ -75,22 +122,20 @@ class NcclBase(BenchmarkTest):
         # Also guards partitions that carry 'gpu' without a GPU count.
         self.skip_if(not gpus, f'{self.current_partition.fullname} declares '
                      'no gpus_per_node')
-        self.gpus_per_node = gpus
         ranks_per_node = gpus // self.gpus_per_rank
         self.num_tasks_per_node = ranks_per_node
         self.num_tasks = self.node_count() * ranks_per_node
         # --gres=gpu:N through the partition's _rfm_gpu resource
         self.num_gpus_per_node = gpus
         self.parser_options = {
-            'expected_ranks': self.num_tasks * self.gpus_per_rank}
+            'expected_ranks': self.num_tasks * self.gpus_per_rank,
+            'fabric': None if self.expected_fabric() == UNCHECKED
+            else self.expected_fabric()}
 
     @run_after('setup')
     def set_environment(self):
         env = {**BASE_ENV, **self.partition_extra('nccl_env', {}),
                **self.nccl_env}
-        binding = self.gpu_binding or self.partition_extra('gpu_binding')
-        if binding:
-            env['CUDA_VISIBLE_DEVICES'] = binding
         if self.nccl_tests_dir:
             env['PATH'] = f'{self.nccl_tests_dir}:$PATH'
         self.env_vars.update(env)
@@ -99,10 +144,31 @@ class NcclBase(BenchmarkTest):
     def set_command_line(self):
         if self.cpu_bind:
             self.job.launcher.options.append(f'--cpu-bind={self.cpu_bind}')
-        self.executable_opts = [
+        options = [
             '-b', self.min_bytes, '-e', self.max_bytes,
             '-f', str(self.step_factor), '-g', str(self.gpus_per_rank),
         ] + self.extra_options
+        binding = self.gpu_binding or self.partition_extra('gpu_binding')
+        if binding:
+            # inside the step: srun --gres would overwrite an export
+            self.executable = 'env'
+            options = [f'CUDA_VISIBLE_DEVICES={binding}',
+                       self.tool_binary] + options
+        self.executable_opts = options
+
+    @run_before('performance')
+    def add_references_without_node_count(self):
+        """Figures published for "multi-node" without a node count are
+        shown beside the result, never judged (no tolerance)."""
+        if not self.multinode or references.lookup(
+                'nccl', self.reference_key, self.vm_sku()):
+            return
+        found = references.lookup('nccl', self.reference_name('multi'),
+                                  self.vm_sku())
+        self.merge_references(
+            {name: (ref.value, None, None, ref.unit)
+             for name, ref in found.items()},
+            {name: ref.source for name, ref in found.items()})
 
 
 @rfm.simple_test

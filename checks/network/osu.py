@@ -48,6 +48,9 @@ class OsuBase(BenchmarkTest, NodeLayout):
     recorded_variables = ['message_size', 'buffer']
 
     default_max_size = POINT_TO_POINT_MAX_SIZE
+    #: OMB's GPU-buffer flags: point-to-point tests take the buffer place
+    #: of each side (D D: both on the device); collectives take -d alone.
+    cuda_buffer_options = ['-d', 'cuda', 'D', 'D']
 
     @run_after('init')
     def set_buffer_kind(self):
@@ -82,6 +85,11 @@ class OsuBase(BenchmarkTest, NodeLayout):
 
     def parsed(self):
         result = super().parsed()
+        problem = result.ok and osu.buffer_problem(result.details,
+                                                   self.buffer)
+        if problem:
+            return parsers.failure(self.parser_tool, problem,
+                                   result.metrics, result.details)
         if result.ok or result.details.get('curve'):
             return result
         # OMB prints its refusals, and the launcher its abort, on stderr:
@@ -103,7 +111,7 @@ class OsuBase(BenchmarkTest, NodeLayout):
             if self.message_size > self.default_max_size:
                 options += ['-m', f'{self.message_size}']
         if self.buffer == 'cuda':
-            options += ['-d', 'cuda', 'D', 'D']
+            options += self.cuda_buffer_options
         self.executable_opts = options + self.extra_options
 
 
@@ -128,6 +136,7 @@ class OsuCollective(OsuBase):
     tags = {'network', 'acceptance'}
 
     default_max_size = COLLECTIVE_MAX_SIZE
+    cuda_buffer_options = ['-d', 'cuda']
 
 
 @rfm.simple_test

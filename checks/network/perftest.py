@@ -1,7 +1,8 @@
 """perftest (ib_write_bw, ib_send_bw, ib_send_lat) on every InfiniBand HCA.
 
 One result per HCA (``bw_avg_mlx5_ib0``, ``bw_avg_mlx5_ib1``, ...) so that a
-single bad port shows. For each HCA of extras['ib_hcas'] in turn, the job
+single bad port shows; each stored row holds the metric (``bw_avg``), the
+HCA (``device``) and the HCA's line rate as its peak. For each HCA of extras['ib_hcas'] in turn, the job
 starts the server in the background, waits until it listens, runs the
 client against it and stops the server; servers left behind are killed when
 the job ends (trap). Each client writes ``<hca>.out`` in the stage
@@ -14,7 +15,11 @@ directory, each server ``<hca>.server.out``.
 Defaults follow azurehpc-health-checks: ``-F --report_gbits``, warm-up,
 GPU memory of GPU i with HCA i on GPU partitions (8 MiB messages), host
 memory with 2 QPs and 1 MiB messages elsewhere; each side bound to the NUMA
-node of its HCA.
+node of its HCA. A result counts only if perftest shows it measured what was
+asked: GPU buffers when GPU memory was asked for, and "Link type: IB".
+
+The pair script starts its own steps (srun --overlap, scontrol,
+$SLURM_JOB_NODELIST): the checks run on Slurm partitions only.
 """
 import os
 import shlex
@@ -27,8 +32,11 @@ from .. import parsers
 from ..common import references
 from ..common.benchmark import BenchmarkTest
 from ..common.parsed_output import GUARD_PREFIX
+from ..parsers import perftest as perftest_parser
 
 SCRIPT = 'perftest_hcas.sh'
+# ReFrame's names of the Slurm backends (sacct and squeue polling)
+SLURM_SCHEDULERS = ('slurm', 'squeue')
 GPU_MSG_SIZE = 8 * 2 ** 20
 HOST_MSG_SIZE = 2 ** 20
 HOST_QPS = 2
@@ -191,13 +199,16 @@ class PerftestBase(BenchmarkTest):
     duration = variable(int, value=0)
     base_port = variable(int, value=18515)
     numa_bind = variable(bool, value=True)
+    #: perftest's "Link type" every HCA must show ('' = any; RoCE says
+    #: Ethernet).
+    link_type = variable(str, value='IB')
     #: Seconds each side may run before it is killed.
     pair_timeout = variable(int, value=180)
     #: Seconds to wait for a server to listen before giving up on its HCA.
     listen_wait = variable(int, value=60)
     extra_options = variable(typ.List[str], value=[])
     recorded_variables = ['benchmark', 'bidirectional', 'all_sizes',
-                          'msg_size', 'qps', 'gpu_memory']
+                          'msg_size', 'qps', 'gpu_memory', 'link_type']
 
     loopback = False
 
@@ -235,6 +246,11 @@ class PerftestBase(BenchmarkTest):
 
     @run_after('setup')
     def set_layout(self):
+        scheduler = self.current_partition.scheduler.registered_name
+        self.skip_if(scheduler not in SLURM_SCHEDULERS,
+                     f'{self.current_partition.fullname}: the pair script '
+                     'starts its own steps with srun and reads '
+                     '$SLURM_JOB_NODELIST: Slurm partitions only')
         self.skip_if(not self.hca_list(),
                      f'{self.current_partition.fullname} declares no '
                      'ib_hcas (and none were given with -S hcas=...)')
@@ -254,6 +270,10 @@ class PerftestBase(BenchmarkTest):
         self.perf_metrics = {f'{name}_{hca}': unit
                              for hca in self.hca_list()
                              for name, unit in metrics.items()}
+        # one row per metric and HCA: bw_avg_mlx5_ib0 -> bw_avg on mlx5_ib0
+        self.metric_devices = {f'{name}_{hca}': hca
+                               for hca in self.hca_list()
+                               for name in metrics}
 
     def command(self, index: int, hca: str, port: int) -> list[str]:
         options = [self.tool_binary, '-d', hca, '-p', str(port), '-F']
@@ -305,7 +325,13 @@ class PerftestBase(BenchmarkTest):
                 note = job_note(fp.read())
             if note:
                 return parsers.failure(self.parser_tool, note)
-        return self.parse_file(path)
+        result = self.parse_file(path)
+        problem = result.ok and perftest_parser.transport_problem(
+            result.details, self.uses_gpu_memory(), self.link_type)
+        if problem:
+            return parsers.failure(self.parser_tool, problem,
+                                   result.metrics, result.details)
+        return result
 
     def parsed(self):
         cache = self.__dict__.setdefault('_clusterproof_per_hca', {})
@@ -315,21 +341,28 @@ class PerftestBase(BenchmarkTest):
         return cache['result']
 
     @run_before('performance')
+    def set_hca_peaks(self):
+        # peaks.yaml: the line rate of one HCA in one direction; rows split
+        # bw_avg_<hca> into bw_avg on <hca> and take the metric's peak.
+        factor = 2 if self.bidirectional else 1
+        peaks = references.lookup_peaks('perftest', self.vm_sku())
+        self.metric_peaks = {name: peak.value * factor
+                             for name, peak in peaks.items()}
+        self.peak_sources = {
+            name: peak.describe() + (' x 2 directions (-b)' if factor == 2
+                                     else '')
+            for name, peak in peaks.items()}
+
+    @run_before('performance')
     def set_hca_references(self):
         # checks/references/perftest.yaml holds one value per metric for
         # the SKU; every HCA gets it.
         found = references.lookup('perftest', self.reference_name(),
                                   self.vm_sku())
-        target = self.current_partition.fullname
-        table = dict(self.reference.get(target, {}))
-        sources = {}
-        for name, ref in found.items():
-            for hca in self.hca_list():
-                table.setdefault(f'{name}_{hca}', ref.as_reframe())
-                sources[f'{name}_{hca}'] = ref.source
-        if table:
-            self.reference = {**self.reference, target: table}
-            self.reference_sources = sources
+        per_hca = [(f'{name}_{hca}', ref) for name, ref in found.items()
+                   for hca in self.hca_list()]
+        self.merge_references({var: ref.as_reframe() for var, ref in per_hca},
+                              {var: ref.source for var, ref in per_hca})
 
 
 @rfm.simple_test

@@ -151,7 +151,11 @@ def _headline(rows: list[dict]) -> tuple[dict[str, Metric], dict]:
     return metrics, details
 
 
-def parse(text: str, expected_ranks: int | None = None) -> ParseResult:
+def parse(text: str, expected_ranks: int | None = None,
+          fabric: str | None = None) -> ParseResult:
+    """``fabric``: fail unless NCCL's INFO log proves that fabric
+    (``transport_problem``; 'nvlink' for one VM, 'ib' or 'mnnvl' across
+    VMs); None = report the transport without judging it."""
     if not text or not text.strip():
         return failure(TOOL, 'empty output')
     text = strip_rank_prefixes(text)
@@ -206,6 +210,16 @@ def parse(text: str, expected_ranks: int | None = None) -> ParseResult:
                            f'{expected_ranks} (fewer GPUs or tasks than '
                            'asked?)', details=details)
 
+    summary = transport(text)
+    details['transport'] = summary
+    multinode = fabric in ('ib', 'mnnvl') if fabric else \
+        details.get('nodes', 1) > 1
+    details['fabric'] = measured_fabric(summary, multinode)
+    if fabric:
+        problem = transport_problem(summary, multinode, fabric)
+        if problem:
+            return failure(TOOL, problem, details=details)
+
     metrics, headline = _headline(rows)
     details.update(headline)
     avg = _AVG_BUSBW.search(text)
@@ -214,3 +228,146 @@ def parse(text: str, expected_ranks: int | None = None) -> ParseResult:
     else:
         details['note'] = 'no "# Avg bus bandwidth" line: avg_busbw absent'
     return success(TOOL, metrics, details)
+
+
+# -- the transport NCCL chose, from its own log (NCCL_DEBUG=INFO) -----------
+#
+# NCCL prints one line per connection it builds, naming the transport after
+# "via": NET/IB/<dev>/GDRDMA (InfiniBand, GPUDirect RDMA), NET/IB/<dev> (IB,
+# staged through host memory), NET/Socket/<dev> (TCP), P2P/IPC, P2P/CUMEM or
+# P2P/direct pointer (GPU to GPU inside a node: NVLink on ND VMs), SHM (host
+# shared memory). NVLS (NVLink SHARP) announces itself at init.
+
+_CHANNEL = re.compile(
+    r'NCCL INFO (?:Channel|Ring) \d+\S* : .*? via (.+?)'
+    r'(?: comm 0x[0-9a-fA-F]+.*)?[ \t]*$', re.M)
+_NCCL_INFO = re.compile(r'\bNCCL INFO\b')
+_USING_NETWORK = re.compile(r'NCCL INFO Using network (\S+)')
+_NVLS = re.compile(r'NVLS multicast support is available|Connected NVLS|'
+                   r'\b[1-9]\d* nvls channels')
+_MNNVL = re.compile(r'\bMNNVL 1\b|via P2P/MNNVL')
+
+#: Fabrics a run can be expected to use (NcclBase: 'nvlink' on one VM).
+FABRICS = ('nvlink', 'ib', 'mnnvl')
+
+
+def _channel_kind(via: str) -> str:
+    """'NET/IB/3/GDRDMA' -> 'NET/IB/GDRDMA', 'P2P/direct pointer' ->
+    'P2P/direct pointer', 'SHM/direct/direct' and 'direct shared memory'
+    -> 'SHM'."""
+    parts = via.split('/')
+    if parts[0] == 'NET' and len(parts) > 1:
+        gdr = '/GDRDMA' if 'GDRDMA' in parts[2:] else ''
+        return f'NET/{parts[1]}{gdr}'
+    if parts[0] == 'SHM' or 'shared memory' in via:
+        return 'SHM'
+    if parts[0] == 'P2P' and len(parts) > 1:
+        return f'P2P/{parts[1]}'
+    return via
+
+
+def transport(text: str) -> dict:
+    """What NCCL's INFO log says about how the ranks talked.
+
+    ``logged``: any NCCL INFO line at all; ``channels``: connections per
+    transport kind (``_channel_kind``); ``network``: the "Using network"
+    names; ``nvls`` / ``mnnvl``: NVLink SHARP, multi-node NVLink seen.
+    """
+    channels: dict[str, int] = {}
+    for match in _CHANNEL.finditer(text):
+        kind = _channel_kind(match[1].strip())
+        channels[kind] = channels.get(kind, 0) + 1
+    return {
+        'logged': bool(_NCCL_INFO.search(text)),
+        'channels': channels,
+        'network': sorted(set(_USING_NETWORK.findall(text))),
+        'nvls': bool(_NVLS.search(text)),
+        'mnnvl': bool(_MNNVL.search(text)),
+    }
+
+
+def _count(channels: dict, predicate) -> int:
+    return sum(n for kind, n in channels.items() if predicate(kind))
+
+
+def _describe(channels: dict, predicate) -> str:
+    return ', '.join(f'{n} x {kind}' for kind, n in sorted(channels.items())
+                     if predicate(kind))
+
+
+def _is_net(kind: str) -> bool:
+    return kind.startswith('NET/')
+
+
+def _is_ib(kind: str) -> bool:
+    """InfiniBand verbs, NCCL's own (NET/IB) or a plugin's: HPC-X's SHARP
+    plugin on the Azure HPC images says NET/IBext[_v<n>], NVIDIA's newer
+    one NET/NCCL RDMA Plugin v<n>."""
+    if not _is_net(kind):
+        return False
+    name = kind.split('/')[1]
+    return name.startswith('IB') or 'RDMA Plugin' in name
+
+
+def _is_ib_gdr(kind: str) -> bool:
+    return _is_ib(kind) and kind.endswith('/GDRDMA')
+
+
+def measured_fabric(summary: dict, multinode: bool) -> str | None:
+    """The fabric the log proves, or None when it proves none."""
+    channels = summary['channels']
+    net = _count(channels, _is_net)
+    if not multinode:
+        local = _count(channels, lambda k: k.startswith('P2P/'))
+        shm = _count(channels, lambda k: k == 'SHM')
+        if net or shm or not (local or summary['nvls']):
+            return None
+        return 'nvlink'
+    gdr = _count(channels, _is_ib_gdr)
+    if net and gdr == net:
+        return 'ib'
+    if not net and summary['mnnvl']:
+        return 'mnnvl'
+    return None
+
+
+def transport_problem(summary: dict, multinode: bool,
+                      expected: str) -> str | None:
+    """Why the log does not prove the ``expected`` fabric, or None.
+
+    ``expected``: 'nvlink' (one VM: NVLink P2P or NVLS, nothing through
+    the host or the network), 'ib' (InfiniBand with GPUDirect RDMA between
+    VMs) or 'mnnvl' (multi-node NVLink, no network channel).
+    """
+    if not summary['logged']:
+        return ('no NCCL INFO lines in the output (NCCL_DEBUG=INFO not in '
+                'effect?): the transport is unproven')
+    channels = summary['channels']
+    found = measured_fabric(summary, multinode)
+    if found == expected:
+        return None
+    socket = _describe(channels, lambda k: k.startswith('NET/Socket'))
+    if socket:
+        return f'NCCL fell back to sockets (TCP, no InfiniBand): {socket}'
+    if not multinode:
+        net = _describe(channels, _is_net)
+        if net:
+            return f'a one-VM run went through the network: {net}'
+        if channels.get('SHM'):
+            return ('GPUs exchanged data through host shared memory, not '
+                    f'NVLink: {channels["SHM"]} x SHM channel(s)')
+        return ('no NVLink channel ("via P2P/...") and no NVLS in NCCL\'s '
+                'log: the transport is unproven')
+    no_gdr = _describe(channels, lambda k: _is_ib(k) and not _is_ib_gdr(k))
+    if no_gdr:
+        return (f'InfiniBand without GPUDirect RDMA (no /GDRDMA): {no_gdr}')
+    other = _describe(channels, lambda k: _is_net(k) and not _is_ib(k))
+    if other:
+        return f'inter-node traffic not over InfiniBand: {other}'
+    if expected == 'mnnvl':
+        return (f'expected multi-node NVLink, found {found or "no proof"}: '
+                + (_describe(channels, _is_net) or 'no MNNVL in the log'))
+    if found == 'mnnvl':
+        return 'expected InfiniBand, but the VMs talked over multi-node NVLink'
+    return ('no inter-node channel ("via NET/...") in NCCL\'s log: the '
+            'transport is unproven')

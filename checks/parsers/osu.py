@@ -231,3 +231,20 @@ def parse(text: str, size: int | None = None):
     if abort:
         return failure(TOOL, f'MPI abort: {abort}', details=details)
     return _pick(curve, kind, size, details)
+
+
+def buffer_problem(details: dict, buffer: str) -> str | None:
+    """Why a parsed run did not use the buffers asked for, or None.
+
+    ``buffer``: 'cpu' (nothing to prove) or a device kind such as 'cuda'
+    (-d cuda): OMB then titles its output "OSU MPI-CUDA ..." or prints
+    "Buffer on DEVICE"; without either the run used host memory.
+    """
+    if buffer in ('', 'cpu', 'host'):
+        return None
+    used = details.get('device')
+    if used in (buffer, 'device'):
+        return None
+    return (f'GPU buffers were asked for (-d {buffer}), but OMB ran with '
+            f'{used or "unknown"} buffers (no "MPI-{buffer.upper()}" title, '
+            'no "Buffer on DEVICE" line)')

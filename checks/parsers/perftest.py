@@ -185,3 +185,22 @@ def parse(text: str) -> ParseResult:
     if not metrics:
         return failure(TOOL, 'no values in the result row', details=details)
     return success(TOOL, metrics, details)
+
+
+def transport_problem(details: dict, gpu_memory: bool,
+                      link_type: str | None) -> str | None:
+    """Why a parsed run did not measure what was asked, or None.
+
+    ``gpu_memory``: the run asked for GPU buffers (--use_cuda/--use_rocm);
+    perftest then prints how it set them up, and without those lines the
+    buffers were in host memory. ``link_type``: 'IB' on InfiniBand (RoCE
+    shows 'Ethernet'); None or '' accepts any.
+    """
+    if gpu_memory and not details.get('gpu_memory'):
+        return ('GPU memory was asked for, but perftest reports no GPU '
+                'buffer (no "initializing CUDA" / "GPU buffer" lines): the '
+                'run measured host memory')
+    shown = details.get('link_type')
+    if link_type and shown and shown != link_type:
+        return f'link type {shown}, expected {link_type}'
+    return None

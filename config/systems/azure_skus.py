@@ -27,6 +27,12 @@ def _nccl_env(topo_file=None):
     return env
 
 
+# VMs of one GB200/GB300 NVL72 rack talk over multi-node NVLink (MNNVL):
+# what NcclMultiNode must prove there by default (-S fabric=ib for a run
+# across racks, over InfiniBand).
+_NVL72_MULTINODE = {'nccl_multinode_fabric': 'mnnvl'}
+
+
 # ReFrame partition name -> description and extras
 SKUS = {
     'hbv3': {
@@ -86,7 +92,8 @@ SKUS = {
         'gpus': 4, 'gpu_arch': 'sm_100',
         'extras': {'vm_sku': 'Standard_ND128isr_NDR_GB200_v6',
                    'cores_per_node': 128, 'gpus_per_node': 4,
-                   'ib_hcas': _hcas(4), 'nccl_env': _nccl_env()},
+                   'ib_hcas': _hcas(4), 'nccl_env': _nccl_env(),
+                   **_NVL72_MULTINODE},
     },
     'ndgb300v6': {
         'descr': 'ND GB300 v6: 4 x GB300 (Grace + Blackwell Ultra), '
@@ -94,7 +101,8 @@ SKUS = {
         'gpus': 4, 'gpu_arch': 'sm_103',
         'extras': {'vm_sku': 'Standard_ND128isr_GB300_v6',
                    'cores_per_node': 128, 'gpus_per_node': 4,
-                   'ib_hcas': _hcas(4), 'nccl_env': _nccl_env()},
+                   'ib_hcas': _hcas(4), 'nccl_env': _nccl_env(),
+                   **_NVL72_MULTINODE},
     },
 }
 
