@@ -710,6 +710,9 @@ def test_pbs_example_job_scripts_have_no_slurm_command(tmp_path):
     for path in scripts:
         text = path.read_text()
         assert '#PBS' in text or path.name != 'rfm_job.sh', path
+        if path.name == 'rfm_job.sh':
+            # the job records its nodes the PBS way (checks/common/job_nodes)
+            assert 'sort -u "$PBS_NODEFILE"' in text, path
         found = SLURM_COMMAND.search(text)
         assert found is None, f'{path}: {found[0]}'
 

@@ -17,11 +17,19 @@ import reframe.utility.typecheck as typ
 
 NODES_FILE = 'clusterproof_job_nodes.txt'
 
-RECORD_NODES = (
-    'if [ -n "${SLURM_JOB_NODELIST:-}" ]; then '
-    'scontrol show hostnames "$SLURM_JOB_NODELIST"; '
-    'elif [ -n "${PBS_NODEFILE:-}" ]; then sort -u "$PBS_NODEFILE"; '
-    f'fi > {NODES_FILE} 2>/dev/null')
+# What a job script runs to write the nodes it was given, by scheduler
+# (ReFrame's registered name); a scheduler missing here records nothing.
+RECORD_NODES = {
+    'slurm': 'scontrol show hostnames "$SLURM_JOB_NODELIST"',
+    'squeue': 'scontrol show hostnames "$SLURM_JOB_NODELIST"',
+    'pbs': 'sort -u "$PBS_NODEFILE"',
+    'torque': 'sort -u "$PBS_NODEFILE"',
+}
+
+
+def record_nodes_command(scheduler: str) -> str | None:
+    command = RECORD_NODES.get(scheduler)
+    return f'{command} > {NODES_FILE} 2>/dev/null' if command else None
 
 
 def read_nodes_file(path: str) -> list[str]:
@@ -47,8 +55,10 @@ class JobNodes(rfm.RegressionTestPlugin):
             return
         if self.pinned_nodes:
             self.job.pin_nodes = list(self.pinned_nodes)
-        self.prerun_cmds.insert(0, RECORD_NODES)
-        self.keep_files.append(NODES_FILE)
+        record = record_nodes_command(self.job.scheduler.registered_name)
+        if record:
+            self.prerun_cmds.insert(0, record)
+            self.keep_files.append(NODES_FILE)
 
     @run_after('run')
     def _read_job_nodes(self):
