@@ -9,7 +9,15 @@ over HTTPS on 127.0.0.1 with a throwaway certificate:
   404 for an unknown rule or stream; a bare object is accepted and dropped,
   as the real service does.
 
-Tests can queue failures (status + headers) to exercise retries.
+- the Log Analytics query API that azure-monitor-query's LogsQueryClient
+  calls: POST {base_url}/v1/workspaces/{workspace_id}/query with
+  {"query", "timespan"}, answered as {"tables": [{"name": "PrimaryResult",
+  "columns": [{"name", "type"}], "rows": [[...]]}]} from the rows the test's
+  ``answer_query(query, timespan) -> list[dict]`` returns.
+
+Tests can queue failures (status + headers, or DROP to close the connection
+without an answer), add latency to every ingestion call, make tokens expire,
+and stop and start the server on the same port (an endpoint that is down).
 """
 from __future__ import annotations
 
@@ -33,6 +41,7 @@ from cryptography.x509.oid import NameOID
 
 MAX_BODY = 1024 * 1024
 API_VERSION = '2023-01-01'
+DROP = 'drop'   # a queued failure that closes the connection unanswered
 
 
 def make_certificate(directory):
@@ -79,10 +88,35 @@ class FakeAzure:
     uploads: list = field(default_factory=list)      # accepted (204)
     rejected: list = field(default_factory=list)     # anything else
     token_requests: int = 0
-    # (status, headers) answered to the next ingestion POSTs, in order
+    # (status, headers) answered to the next ingestion POSTs, in order;
+    # (DROP, {}) closes the connection without an answer
     failures: list = field(default_factory=list)
     base_url: str = ''
     lock: threading.Lock = field(default_factory=threading.Lock)
+    latency: float = 0.0              # seconds added to every ingestion call
+    token_lifetime: int = 3600        # seconds a token is accepted
+    issued: dict = field(default_factory=dict)    # token -> expiry
+    workspace_id: str = '00000000-0000-0000-0000-00000000cafe'
+    # answer_query(query: str, timespan: str | None) -> list[dict]
+    answer_query: object = None
+    queries: list = field(default_factory=list)   # (query, timespan)
+    server: object = None
+
+    def issue_token(self) -> str:
+        with self.lock:
+            if self.token in self.issued and self.token_lifetime < 3600:
+                self.token = secrets.token_urlsafe(24)   # short-lived: new
+            self.issued[self.token] = time.time() + self.token_lifetime
+            return self.token
+
+    def token_valid(self, token: str) -> bool:
+        with self.lock:
+            return time.time() < self.issued.get(token, 0)
+
+    @property
+    def tokens(self) -> list[str]:
+        """Every token handed out, for tests that look for leaks."""
+        return list(self.issued) or [self.token]
 
     @property
     def rows(self) -> list[dict]:
@@ -96,7 +130,28 @@ class FakeAzure:
             'LOGS_DCR_STREAM_NAME': self.stream,
             'IDENTITY_ENDPOINT': f'{self.base_url}/msi/token',
             'IDENTITY_HEADER': self.identity_header,
+            'LOGS_WORKSPACE_ID': self.workspace_id,
+            'LOGS_QUERY_ENDPOINT': self.base_url,
         }
+
+    def stop(self):
+        """The endpoint goes down: connections are refused."""
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def start(self, port: int = 0):
+        """Serve on port (the same one again after stop())."""
+        if port == 0 and self.base_url:
+            port = int(self.base_url.rsplit(':', 1)[1])
+        server = ThreadingHTTPServer(('127.0.0.1', port), _handler_for(self))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.cert, self.key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        self.base_url = f'https://127.0.0.1:{server.server_address[1]}'
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.server = server
 
 
 def _handler_for(fake: FakeAzure):
@@ -129,9 +184,10 @@ def _handler_for(fake: FakeAzure):
             resource = (query.get('resource') or [''])[0]
             with fake.lock:
                 fake.token_requests += 1
+            token = fake.issue_token()
             self._reply(200, {
-                'access_token': fake.token,
-                'expires_on': str(int(time.time()) + 3600),
+                'access_token': token,
+                'expires_on': str(int(time.time()) + fake.token_lifetime),
                 'resource': resource,
                 'token_type': 'Bearer',
             })
@@ -140,6 +196,10 @@ def _handler_for(fake: FakeAzure):
             url = urlparse(self.path)
             length = int(self.headers.get('Content-Length') or 0)
             raw = self.rfile.read(length)
+            if url.path.startswith('/v1/workspaces/'):
+                return self._query(url, raw)
+            if fake.latency:
+                time.sleep(fake.latency)
             parts = url.path.strip('/').split('/')
             record = Upload(self.path, dict(self.headers), None, 0)
 
@@ -155,8 +215,10 @@ def _handler_for(fake: FakeAzure):
             if parse_qs(url.query).get('api-version') != [API_VERSION]:
                 return reject(400, 'InvalidApiVersion', url.query)
             auth = self.headers.get('Authorization', '')
-            if auth != f'Bearer {fake.token}':
-                return reject(401, 'InvalidToken', 'missing or bad token')
+            if not (auth.startswith('Bearer ') and
+                    fake.token_valid(auth[len('Bearer '):])):
+                return reject(401, 'InvalidToken',
+                              'missing, bad or expired token')
             if parts[1] != fake.rule_id:
                 return reject(404, 'NotFound', f'no rule {parts[1]}')
             if parts[3] != fake.stream:
@@ -168,6 +230,13 @@ def _handler_for(fake: FakeAzure):
                 queued = fake.failures.pop(0) if fake.failures else None
             if queued:
                 status, headers = queued
+                if status == DROP:
+                    record.status = DROP
+                    with fake.lock:
+                        fake.rejected.append(record)
+                    self.close_connection = True
+                    self.connection.close()
+                    return
                 return reject(status, 'Injected', 'queued failure', headers)
             if self.headers.get('Content-Encoding') == 'gzip':
                 raw = gzip.decompress(raw)
@@ -180,7 +249,54 @@ def _handler_for(fake: FakeAzure):
                 fake.uploads.append(record)
             self._reply(204)
 
+        def _query(self, url, raw):
+            parts = url.path.strip('/').split('/')
+            auth = self.headers.get('Authorization', '')
+            if not (auth.startswith('Bearer ') and
+                    fake.token_valid(auth[len('Bearer '):])):
+                return self._error(401, 'InvalidToken', 'bad token')
+            if parts != ['v1', 'workspaces', fake.workspace_id, 'query']:
+                return self._error(404, 'WorkspaceNotFound', url.path)
+            if fake.answer_query is None:
+                return self._error(403, 'InsufficientAccessError',
+                                   'no read access to the workspace')
+            try:
+                request = json.loads(raw)
+                query = request['query']
+            except (ValueError, KeyError):
+                return self._error(400, 'BadArgumentError', 'no query')
+            timespan = request.get('timespan')
+            with fake.lock:
+                fake.queries.append((query, timespan))
+            try:
+                rows = fake.answer_query(query, timespan)
+            except ValueError as err:
+                return self._error(400, 'SemanticError', str(err))
+            self._reply(200, {'tables': [query_table(rows)]})
+
     return Handler
+
+
+def query_table(rows: list[dict]) -> dict:
+    """Rows as the query API's PrimaryResult table (columns typed from the
+    first row's values)."""
+    names = list(rows[0]) if rows else []
+
+    def kind(value):
+        if isinstance(value, bool):
+            return 'bool'
+        if isinstance(value, int):
+            return 'long'
+        if isinstance(value, float):
+            return 'real'
+        if isinstance(value, (dict, list)):
+            return 'dynamic'
+        return 'string'
+
+    return {'name': 'PrimaryResult',
+            'columns': [{'name': name, 'type': kind(rows[0][name])}
+                        for name in names],
+            'rows': [[row.get(name) for name in names] for row in rows]}
 
 
 @pytest.fixture
@@ -189,18 +305,12 @@ def fake_azure(tmp_path, monkeypatch):
     variables (REQUESTS_CA_BUNDLE, SSL_CERT_FILE)."""
     cert, key = make_certificate(tmp_path)
     fake = FakeAzure()
-    server = ThreadingHTTPServer(('127.0.0.1', 0), _handler_for(fake))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    fake.base_url = f'https://127.0.0.1:{server.server_address[1]}'
+    fake.cert, fake.key = cert, key
+    fake.start()
     fake.ca_bundle = str(cert)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     monkeypatch.setenv('REQUESTS_CA_BUNDLE', str(cert))
     monkeypatch.setenv('SSL_CERT_FILE', str(cert))
     try:
         yield fake
     finally:
-        server.shutdown()
-        server.server_close()
+        fake.stop()

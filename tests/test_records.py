@@ -94,7 +94,7 @@ def test_formatter_drops_dry_run_records():
 def test_formatter_raises_only_logging_error(monkeypatch):
     def broken(record, session_id):
         raise KeyError('boom')
-    monkeypatch.setattr(records, 'row_from_log_record', broken)
+    monkeypatch.setattr(records, 'rows_of_test', broken)
     with pytest.raises(LoggingError):
         azure_logs.make_formatter('s')(perf_record(), {}, set())
 
