@@ -161,6 +161,11 @@ class AuthStop(Exception):
 
 
 def auth_advice(outcome: Outcome) -> str:
+    if outcome.reason == 'no token':
+        return ('no Azure token: DefaultAzureCredential found no identity '
+                '(managed identity, az login, workload identity or service '
+                f"principal variables) with the '{ROLE}' role on the data "
+                'collection rule')
     if outcome.kind == FORBIDDEN:
         return (f'Log Analytics refused the upload ({outcome.reason}): the '
                 f"identity lacks the '{ROLE}' role on the data collection "

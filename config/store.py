@@ -57,3 +57,20 @@ def iter_rows(directory: Path | None = None):
                     yield json.loads(line)
                 except json.JSONDecodeError:
                     continue
+
+
+def session_files(directory: Path | None = None) -> list[Path]:
+    """Every session's store file, oldest day first."""
+    return sorted((directory or results_dir()).glob('*/*.jsonl'))
+
+
+def read_session_file(path: Path) -> list[dict]:
+    """The rows of one session file; a torn line is skipped."""
+    rows = []
+    with open(path) as fp:
+        for line in fp:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows

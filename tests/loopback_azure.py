@@ -101,6 +101,8 @@ class FakeAzure:
     answer_query: object = None
     queries: list = field(default_factory=list)   # (query, timespan)
     server: object = None
+    identity_server: object = None    # the token endpoint: stays up
+    identity_url: str = ''
 
     def issue_token(self) -> str:
         with self.lock:
@@ -128,30 +130,41 @@ class FakeAzure:
             'DATA_COLLECTION_ENDPOINT': self.base_url,
             'LOGS_DCR_RULE_ID': self.rule_id,
             'LOGS_DCR_STREAM_NAME': self.stream,
-            'IDENTITY_ENDPOINT': f'{self.base_url}/msi/token',
+            'IDENTITY_ENDPOINT': f'{self.identity_url}/msi/token',
             'IDENTITY_HEADER': self.identity_header,
             'LOGS_WORKSPACE_ID': self.workspace_id,
             'LOGS_QUERY_ENDPOINT': self.base_url,
         }
 
+    def _serve(self, port: int):
+        server = ThreadingHTTPServer(('127.0.0.1', port), _handler_for(self))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.cert, self.key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server, f'https://127.0.0.1:{server.server_address[1]}'
+
     def stop(self):
-        """The endpoint goes down: connections are refused."""
+        """The ingestion and query endpoint goes down: connections are
+        refused (the token endpoint stays up, as IMDS would)."""
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
             self.server = None
 
-    def start(self, port: int = 0):
-        """Serve on port (the same one again after stop())."""
-        if port == 0 and self.base_url:
-            port = int(self.base_url.rsplit(':', 1)[1])
-        server = ThreadingHTTPServer(('127.0.0.1', port), _handler_for(self))
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(self.cert, self.key)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-        self.base_url = f'https://127.0.0.1:{server.server_address[1]}'
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self.server = server
+    def start(self):
+        """Serve (on the same port again after stop())."""
+        if self.identity_server is None:
+            self.identity_server, self.identity_url = self._serve(0)
+        port = int(self.base_url.rsplit(':', 1)[1]) if self.base_url else 0
+        self.server, self.base_url = self._serve(port)
+
+    def close(self):
+        self.stop()
+        if self.identity_server is not None:
+            self.identity_server.shutdown()
+            self.identity_server.server_close()
+            self.identity_server = None
 
 
 def _handler_for(fake: FakeAzure):
@@ -313,4 +326,4 @@ def fake_azure(tmp_path, monkeypatch):
     try:
         yield fake
     finally:
-        fake.stop()
+        fake.close()

@@ -6,7 +6,7 @@ import importlib
 import sys
 
 # Each module has add_parser(subparsers), which sets func=run.
-SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy']
+SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy', 'sync']
 
 EXIT_USAGE = 2
 

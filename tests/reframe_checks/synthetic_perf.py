@@ -13,6 +13,8 @@ METRICS = int(os.environ.get('CLUSTERPROOF_TEST_METRICS', '2'))
 # Seconds each job sleeps, so that a session lasts long enough for an
 # endpoint to come back in the middle of it.
 SLEEP = os.environ.get('CLUSTERPROOF_TEST_SLEEP', '0')
+# A test index whose job prints nothing, so that its sanity check fails.
+FAIL = int(os.environ.get('CLUSTERPROOF_TEST_FAIL', '-1'))
 
 
 @rfm.simple_test
@@ -26,13 +28,16 @@ class SyntheticPerf(rfm.RunOnlyRegressionTest):
     @run_before('run')
     def print_metrics(self):
         lines = ' '.join(f'metric_{m}={self.index * 100 + m}.5'
-                         for m in range(METRICS))
+                         for m in range(METRICS)) if self.index != FAIL \
+            else 'nothing'
+
         self.executable_opts = ['-c', f"'sleep {SLEEP}; for x in {lines}; "
                                       f"do echo $x; done'"]
 
     @sanity_function
     def printed_all(self):
-        return sn.assert_eq(sn.count(sn.findall(r'metric_\d+=', self.stdout)),
+        return sn.assert_eq(sn.count(sn.findall(r'metric_\d+=',
+                                                self.stdout)),
                             METRICS)
 
     @run_before('performance')
