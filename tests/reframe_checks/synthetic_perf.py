@@ -30,7 +30,6 @@ class SyntheticPerf(rfm.RunOnlyRegressionTest):
         lines = ' '.join(f'metric_{m}={self.index * 100 + m}.5'
                          for m in range(METRICS)) if self.index != FAIL \
             else 'nothing'
-
         self.executable_opts = ['-c', f"'sleep {SLEEP}; for x in {lines}; "
                                       f"do echo $x; done'"]
 
