@@ -88,6 +88,8 @@ class Workspace:
         for start in range(0, len(record_ids), IDS_PER_QUERY):
             part = record_ids[start:start + IDS_PER_QUERY]
             for table in self._query(query_for(part), span):
+                if not table.rows:
+                    continue
                 column = list(table.columns).index('record_id')
                 held.update(row[column] for row in table.rows)
         return held

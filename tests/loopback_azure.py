@@ -89,7 +89,8 @@ class FakeAzure:
     rejected: list = field(default_factory=list)     # anything else
     token_requests: int = 0
     # (status, headers) answered to the next ingestion POSTs, in order;
-    # (DROP, {}) closes the connection without an answer
+    # (DROP, {}) closes the connection without an answer, (204, {}) lets
+    # the call through
     failures: list = field(default_factory=list)
     base_url: str = ''
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -241,7 +242,7 @@ def _handler_for(fake: FakeAzure):
                               'over 1 MB')
             with fake.lock:
                 queued = fake.failures.pop(0) if fake.failures else None
-            if queued:
+            if queued and queued[0] != 204:     # (204, {}): answer normally
                 status, headers = queued
                 if status == DROP:
                     record.status = DROP

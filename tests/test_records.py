@@ -117,13 +117,14 @@ def test_no_azure_handler_without_settings(monkeypatch):
 def test_ingestion_url_follows_the_api(monkeypatch):
     monkeypatch.setenv('DATA_COLLECTION_ENDPOINT',
                        'https://dce-x.eastus-1.ingest.monitor.azure.com/')
-    monkeypatch.setenv('LOGS_DCR_RULE_ID', 'dcr-abc')
+    monkeypatch.setenv('LOGS_DCR_RULE_ID', 'dcr-' + 'ab12' * 8)
     monkeypatch.delenv('LOGS_DCR_STREAM_NAME', raising=False)
     config = azure_logs.handler_config('s')
-    assert config['type'] == 'httpjson'
+    assert config['type'] == 'clusterproof_httpjson'
     assert config['url'] == (
         'https://dce-x.eastus-1.ingest.monitor.azure.com/dataCollectionRules/'
-        'dcr-abc/streams/Custom-ReFrameResults_CL?api-version=2023-01-01')
+        'dcr-ab12ab12ab12ab12ab12ab12ab12ab12/streams/'
+        'Custom-ReFrameResults_CL?api-version=2023-01-01')
     assert config['authorization_header'] is azure_logs.bearer_header
 
 
