@@ -17,7 +17,7 @@ import urllib.parse
 
 from reframe.core.exceptions import LoggingError
 
-from . import live_push, records
+from . import live_push, records, shipping
 
 API_VERSION = '2023-01-01'
 SCOPE = 'https://monitor.azure.com/.default'
@@ -108,7 +108,8 @@ def make_formatter(session_id: str):
         try:
             if records.is_dry_run(record):
                 return None
-            rows = records.rows_of_test(record, session_id)
+            rows = [shipping.with_completion_time(row) for row in
+                    records.rows_of_test(record, session_id)]
             return json.dumps(rows, allow_nan=False)
         except Exception as err:
             raise LoggingError(

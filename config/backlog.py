@@ -42,15 +42,6 @@ def _wanted(path: Path, session: str | None, since: dt.date | None) -> bool:
     return True
 
 
-def with_completion_time(row: dict) -> dict:
-    """Log Analytics replaces a TimeGenerated older than 2 days by the
-    receive time; the row keeps its real date in check_job_completion_time,
-    which must therefore be set (the time it was stored, at worst)."""
-    if row.get('check_job_completion_time'):
-        return row
-    return {**row, 'check_job_completion_time': row.get('TimeGenerated')}
-
-
 def accepted_everywhere(files) -> dict[str, int]:
     """record_id -> time of its latest 204, over every ledger."""
     accepted = {}
@@ -76,7 +67,7 @@ def find_backlog(session: str | None = None,
             if not record_id or record_id in shipped:
                 continue
             shipped[record_id] = 0      # a row twice in the store: once
-            backlog.rows.append(with_completion_time(row))
+            backlog.rows.append(shipping.with_completion_time(row))
             backlog.ledger_of[record_id] = session_ledger
             backlog.sessions[path.stem] = \
                 backlog.sessions.get(path.stem, 0) + 1

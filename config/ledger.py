@@ -49,13 +49,15 @@ class Ledger:
 
 
 def read_ledger(path: Path) -> dict[str, int]:
-    """record_id -> time of its latest 204; a torn last line is skipped."""
+    """record_id -> time of its latest 204. A torn last line (no newline:
+    the write did not finish) does not count: at least once, never lost."""
     accepted = {}
     try:
         with open(path) as fp:
             for line in fp:
                 parts = line.split()
-                if len(parts) == 2 and parts[1].isdigit():
+                if line.endswith('\n') and len(parts) == 2 and \
+                        parts[1].isdigit():
                     accepted[parts[0]] = int(parts[1])
     except FileNotFoundError:
         pass

@@ -37,6 +37,15 @@ class Outcome:
     retry_after: float | None = None
 
 
+def with_completion_time(row: dict) -> dict:
+    """Log Analytics replaces a TimeGenerated older than 2 days by the
+    receive time; the row keeps its real date in check_job_completion_time,
+    which must therefore be set (the time it was stored, at worst)."""
+    if row.get('check_job_completion_time'):
+        return row
+    return {**row, 'check_job_completion_time': row.get('TimeGenerated')}
+
+
 def encode(rows: list[dict]) -> tuple[bytes, bool]:
     """The JSON array of rows, gzip'd when that makes it smaller."""
     raw = json.dumps(rows, separators=(',', ':'), allow_nan=False).encode()

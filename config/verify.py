@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-from . import azure_logs, backlog, ledger, store
+from . import azure_logs, backlog, ledger, shipping, store
 
 TABLE = 'ReFrameResults_CL'
 IDS_PER_QUERY = 500
@@ -42,7 +42,7 @@ def acknowledged(min_age: float, days: float) -> backlog.Backlog:
         for row in store.read_session_file(path):
             record_id = row.get('record_id')
             if record_id in window and record_id not in found.ledger_of:
-                found.rows.append(backlog.with_completion_time(row))
+                found.rows.append(shipping.with_completion_time(row))
                 found.ledger_of[record_id] = session_ledger
     return found
 
