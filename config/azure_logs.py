@@ -102,14 +102,20 @@ def bearer_header() -> str:
 
 
 def make_formatter(session_id: str):
+    formatted = set()
+
     def format_for_ingestion(record, extras, ignore_keys):
-        """The JSON array of every row of the record's test (the API drops
-        a bare object); the handler sends each row once."""
+        """At a test's first record, the JSON array of all its rows (the
+        API drops a bare object); None for its other records."""
         try:
             if records.is_dry_run(record):
                 return None
             rows = [shipping.with_completion_time(row) for row in
-                    records.rows_of_test(record, session_id)]
+                    records.rows_of_test(record, session_id)
+                    if row['record_id'] not in formatted]
+            if not rows:
+                return None
+            formatted.update(row['record_id'] for row in rows)
             return json.dumps(rows, allow_nan=False)
         except Exception as err:
             raise LoggingError(

@@ -39,10 +39,15 @@ class SessionFile:
             f'{session_id}.jsonl'
 
     def append(self, row: dict) -> None:
+        self.append_rows([row])
+
+    def append_rows(self, rows: list[dict]) -> None:
+        """Appends rows with one write and one fsync."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(row, separators=(',', ':'), allow_nan=False)
+        lines = ''.join(json.dumps(row, separators=(',', ':'),
+                                   allow_nan=False) + '\n' for row in rows)
         with open(self.path, 'a') as fp:
-            fp.write(line + '\n')
+            fp.write(lines)
             fp.flush()
             os.fsync(fp.fileno())
 
