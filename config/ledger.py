@@ -87,9 +87,13 @@ class FileLock:
         self._fd = fd
         return True
 
-    def release(self) -> None:
+    def release(self, remove: bool = False) -> None:
+        """Unlocks; remove=True also deletes the file first (only for a
+        lock nobody takes again, like a finished session's)."""
         if self._fd is not None:
             try:
+                if remove:
+                    self.path.unlink(missing_ok=True)
                 fcntl.lockf(self._fd, fcntl.LOCK_UN)
             finally:
                 os.close(self._fd)

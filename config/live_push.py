@@ -247,7 +247,7 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
             if self.tally.offered:
                 print(self.summary(), flush=True)
         finally:
-            self.session_lock.release()
+            self.session_lock.release(remove=True)
             super().close()
 
 

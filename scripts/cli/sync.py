@@ -127,6 +127,12 @@ def run(args) -> int:
         return EXIT_LEFT
     try:
         return _sync(args)
+    except KeyboardInterrupt:
+        # The ledger holds every call accepted so far: nothing is lost and
+        # the next sync does not send it again.
+        complain('interrupted; what was accepted is in the ledgers, run '
+                 "'clusterproof sync' again to ship the rest")
+        return EXIT_LEFT
     finally:
         lock.release()
 
