@@ -25,6 +25,7 @@ import datetime as dt
 import gzip
 import ipaddress
 import json
+import random
 import secrets
 import ssl
 import threading
@@ -95,6 +96,10 @@ class FakeAzure:
     base_url: str = ''
     lock: threading.Lock = field(default_factory=threading.Lock)
     latency: float = 0.0              # seconds added to every ingestion call
+    # [(probability, status, headers)]: faults drawn for every call that
+    # has no queued failure, from a seeded generator
+    random_faults: list = field(default_factory=list)
+    rng: random.Random = field(default_factory=lambda: random.Random(8))
     token_lifetime: int = 3600        # seconds a token is accepted
     issued: dict = field(default_factory=dict)    # token -> expiry
     workspace_id: str = '00000000-0000-0000-0000-00000000cafe'
@@ -104,6 +109,16 @@ class FakeAzure:
     server: object = None
     identity_server: object = None    # the token endpoint: stays up
     identity_url: str = ''
+
+    def draw_fault(self):
+        """A (status, headers) drawn from random_faults, or None."""
+        with self.lock:
+            roll = self.rng.random()
+        for probability, status, headers in self.random_faults:
+            if roll < probability:
+                return status, headers
+            roll -= probability
+        return None
 
     def issue_token(self) -> str:
         with self.lock:
@@ -242,6 +257,8 @@ def _handler_for(fake: FakeAzure):
                               'over 1 MB')
             with fake.lock:
                 queued = fake.failures.pop(0) if fake.failures else None
+            if queued is None:
+                queued = fake.draw_fault()
             if queued and queued[0] != 204:     # (204, {}): answer normally
                 status, headers = queued
                 if status == DROP:
