@@ -9,8 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import sys
 
-from config import azure_logs, backlog, shipping, store, verify
-
 EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
 
 
@@ -61,6 +59,7 @@ def complain(message: str) -> None:
 
 
 def not_configured() -> int:
+    from config import store
     complain('Azure Log Analytics is not configured: set '
              'DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID (and '
              'LOGS_DCR_STREAM_NAME if not Custom-ReFrameResults_CL), e.g. '
@@ -89,7 +88,8 @@ class Progress:
             self.stream.write('\n')
 
 
-def report(tally: shipping.Tally, stopped) -> int:
+def report(tally, stopped) -> int:
+    from config import shipping
     line = (f'{tally.shipped} of {tally.offered} rows shipped in '
             f'{tally.calls} call(s)')
     if tally.failures:
@@ -107,6 +107,9 @@ def report(tally: shipping.Tally, stopped) -> int:
 
 
 def run(args) -> int:
+    # Imported here: `clusterproof --help` and the other commands must not
+    # need ReFrame or the Azure SDK.
+    from config import azure_logs, backlog
     settings = azure_logs.settings()
     if settings is None:
         return not_configured()
@@ -138,6 +141,7 @@ def run(args) -> int:
 
 
 def _sync(args) -> int:
+    from config import backlog, verify
     found = backlog.find_backlog(args.session, args.since)
     for session in found.running:
         say(f'session {session} is still running; its live push ships it')
@@ -179,7 +183,8 @@ def _sync(args) -> int:
     return report(tally, stopped)
 
 
-def _missing_after_verify(args) -> backlog.Backlog | None:
+def _missing_after_verify(args):
+    from config import backlog, verify
     acked = verify.acknowledged(args.min_age * 60, args.days)
     workspace = verify.default_workspace()
     try:
@@ -200,7 +205,7 @@ def _missing_after_verify(args) -> backlog.Backlog | None:
     return missing
 
 
-def _merge(total: shipping.Tally, more: shipping.Tally) -> None:
+def _merge(total, more) -> None:
     total.add(offered=more.offered, shipped=more.shipped, calls=more.calls)
     total.left.update(more.left)
     total.failures.update(more.failures)
