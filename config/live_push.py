@@ -245,7 +245,10 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
         try:
             self.flush_and_stop()
             if self.tally.offered:
-                print(self.summary(), flush=True)
+                try:
+                    print(self.summary(), flush=True)
+                except (OSError, ValueError):
+                    pass      # stdout closed (a pipe that went away)
         finally:
             self.session_lock.release(remove=True)
             super().close()
@@ -253,6 +256,18 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
 
 @register_log_handler(HANDLER_TYPE)
 def _create_handler(site_config, config_prefix):
+    """The handler, or None (ReFrame then goes on without it) when it
+    cannot be made: Log Analytics must never stop a run."""
+    try:
+        return _handler_from(site_config, config_prefix)
+    except Exception as err:
+        _warn(f'clusterproof: no live push to Log Analytics in this session '
+              f'({type(err).__name__}: {err}); results are stored locally, '
+              f"ship them later with 'clusterproof sync'")
+        return None
+
+
+def _handler_from(site_config, config_prefix):
     def option(name, default=None):
         value = site_config.get(f'{config_prefix}/{name}')
         return default if value is None else value

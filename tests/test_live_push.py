@@ -162,3 +162,24 @@ def test_bad_settings_warn_once_and_the_run_goes_on(tmp_path, fake_azure):
     synced = run_sync(env)
     assert synced.returncode == 2
     assert 'is not an https URL' in synced.stderr
+
+
+
+def test_a_handler_that_cannot_be_made_is_left_out(tmp_path, monkeypatch):
+    """ReFrame stops the session on any error from a handler factory; the
+    live push's factory answers None instead (ReFrame goes on without)."""
+    from config import live_push
+    monkeypatch.setenv('CLUSTERPROOF_HOME', str(tmp_path / 'home'))
+
+    class SiteConfig:
+        options = {'url': 'https://127.0.0.1:9/x', 'session_id': 's1',
+                   'json_formatter': lambda: None}    # wrong signature
+
+        def get(self, key):
+            return self.options.get(key.rsplit('/', 1)[1])
+
+    assert live_push._create_handler(SiteConfig(), 'p/0') is None
+    SiteConfig.options['json_formatter'] = None
+    handler = live_push._create_handler(SiteConfig(), 'p/0')
+    assert isinstance(handler, live_push.BatchingHTTPJSONHandler)
+    handler.close()
