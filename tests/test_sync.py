@@ -189,3 +189,26 @@ def test_verify_without_read_rights_does_nothing(tmp_path, fake_azure):
     assert result.returncode == 2
     assert 'Log Analytics Reader' in result.stderr
     assert fake_azure.uploads == [] and fake_azure.rejected == []
+
+
+def test_progress_shows_on_a_terminal_for_long_backlogs():
+    import io
+    from scripts.cli import sync
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal, pipe = Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        progress = sync.Progress(stream)
+        progress(800, 2400)
+        progress(2400, 2400)
+        progress.done()
+    assert terminal.getvalue() == (
+        '\rclusterproof sync: 800 of 2400 rows shipped'
+        '\rclusterproof sync: 2400 of 2400 rows shipped\n')
+    assert pipe.getvalue() == ''
+    short = sync.Progress(Terminal())
+    short(5, 10)
+    assert short.stream.getvalue() == ''
