@@ -60,10 +60,9 @@ class RequestsTransport:
         try:
             if self.authorization_header is not None:
                 headers['Authorization'] = self.authorization_header()
-        except Exception as err:
+        except Exception:
             # No token now (identity endpoint down, say): try again later.
-            return shipping.Outcome(shipping.RETRY,
-                                    f'no token ({type(err).__name__})')
+            return shipping.Outcome(shipping.RETRY, 'no token')
         try:
             response = self.session.post(self.url, data=body, headers=headers,
                                          timeout=self.timeouts)
