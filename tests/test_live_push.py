@@ -183,3 +183,20 @@ def test_a_handler_that_cannot_be_made_is_left_out(tmp_path, monkeypatch):
     handler = live_push._create_handler(SiteConfig(), 'p/0')
     assert isinstance(handler, live_push.BatchingHTTPJSONHandler)
     handler.close()
+
+
+def test_no_identity_leaves_everything_for_sync(tmp_path, fake_azure):
+    env = session_env(tmp_path, fake_azure, tests=2, metrics=2,
+                      CLUSTERPROOF_FLUSH_TIMEOUT=3)
+    env['IDENTITY_HEADER'] = 'not-the-right-one'    # no token is issued
+    result = run_session(tmp_path, env)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert end_line(result.stdout) == (0, 4, 4, 'no token x4')
+    assert fake_azure.uploads == [] and fake_azure.rejected == []
+    refused = run_sync(env)
+    assert refused.returncode == 1
+    assert 'no Azure token' in refused.stderr
+    synced = run_sync(session_env(tmp_path, fake_azure))
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert_each_once(fake_azure, tmp_path)
