@@ -1,23 +1,29 @@
-"""Ship perf records to Azure Monitor's Logs Ingestion API through ReFrame's
-``httpjson`` perflog handler.
+"""Settings of Azure Monitor's Logs Ingestion API and the live push's
+perflog handler (config/live_push.py).
 
 Enabled when DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID are set. Every
-callable here raises nothing but LoggingError: any other exception would
-stop the whole ReFrame session. The row sent is the one the local store
-already holds (same record_id), so a later sync can ship what failed here.
+callable ReFrame calls here raises nothing but LoggingError: any other
+exception would stop the whole ReFrame session. The rows sent are the ones
+the local store already holds (same record_id), so `clusterproof sync`
+ships what the live push could not.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
+import sys
+import urllib.parse
 
 from reframe.core.exceptions import LoggingError
 
-from . import records
+from . import live_push, records, shipping
 
 API_VERSION = '2023-01-01'
 SCOPE = 'https://monitor.azure.com/.default'
 DEFAULT_STREAM = 'Custom-ReFrameResults_CL'
+DEFAULT_QUERY_ENDPOINT = 'https://api.loganalytics.io'
+RULE_ID = re.compile(r'dcr-[0-9a-f]{32}')
 
 
 def settings() -> dict | None:
@@ -32,12 +38,46 @@ def settings() -> dict | None:
             'stream': stream}
 
 
+def problems(found: dict) -> list[str]:
+    """What is wrong with the settings, in words a user can act on."""
+    found_problems = []
+    url = urllib.parse.urlparse(found['endpoint'])
+    if url.scheme != 'https' or not url.hostname:
+        found_problems.append(
+            f"DATA_COLLECTION_ENDPOINT={found['endpoint']!r} is not an "
+            f'https URL (the logs ingestion endpoint of the data collection '
+            f'endpoint, https://<name>.<region>.ingest.monitor.azure.com)')
+    if not RULE_ID.fullmatch(found['rule_id']):
+        found_problems.append(
+            f"LOGS_DCR_RULE_ID={found['rule_id']!r} is not a data collection "
+            f"rule's immutable id ('dcr-' and 32 hex digits)")
+    if not found['stream'].startswith('Custom-'):
+        found_problems.append(
+            f"LOGS_DCR_STREAM_NAME={found['stream']!r} does not start with "
+            f"'Custom-' (default {DEFAULT_STREAM})")
+    return found_problems
+
+
+def workspace_settings() -> dict | None:
+    """Where `sync --verify` (and queries) read Log Analytics, or None."""
+    workspace = os.environ.get('LOGS_WORKSPACE_ID', '').strip()
+    if not workspace:
+        return None
+    endpoint = (os.environ.get('LOGS_QUERY_ENDPOINT', '').strip()
+                or DEFAULT_QUERY_ENDPOINT)
+    return {'workspace_id': workspace, 'endpoint': endpoint.rstrip('/')}
+
+
 def ingestion_url(endpoint: str, rule_id: str, stream: str) -> str:
     return (f'{endpoint}/dataCollectionRules/{rule_id}/streams/{stream}'
             f'?api-version={API_VERSION}')
 
 
 _credential = None
+
+
+def credential():
+    return _get_credential()
 
 
 def _get_credential():
@@ -62,13 +102,21 @@ def bearer_header() -> str:
 
 
 def make_formatter(session_id: str):
+    formatted = set()
+
     def format_for_ingestion(record, extras, ignore_keys):
-        """One-element JSON array (the API drops a bare object)."""
+        """At a test's first record, the JSON array of all its rows (the
+        API drops a bare object); None for its other records."""
         try:
             if records.is_dry_run(record):
                 return None
-            row = records.row_from_log_record(record, session_id)
-            return json.dumps([row], allow_nan=False)
+            rows = [shipping.with_completion_time(row) for row in
+                    records.rows_of_test(record, session_id)
+                    if row['record_id'] not in formatted]
+            if not rows:
+                return None
+            formatted.update(row['record_id'] for row in rows)
+            return json.dumps(rows, allow_nan=False)
         except Exception as err:
             raise LoggingError(
                 f'clusterproof: cannot format perf record: {err}') from err
@@ -76,17 +124,37 @@ def make_formatter(session_id: str):
     return format_for_ingestion
 
 
+def flush_timeout() -> float:
+    """Seconds the live push may take at session end before it leaves the
+    rest to `clusterproof sync` (CLUSTERPROOF_FLUSH_TIMEOUT, default 30)."""
+    try:
+        return max(0.0, float(os.environ['CLUSTERPROOF_FLUSH_TIMEOUT']))
+    except (KeyError, ValueError):
+        return live_push.DEFAULT_FLUSH_TIMEOUT
+
+
 def handler_config(session_id: str) -> dict | None:
+    """The live push's perflog handler, or None when Azure is not configured
+    or misconfigured (then one warning, and the run stores locally)."""
     found = settings()
     if found is None:
         return None
+    wrong = problems(found)
+    if wrong:
+        print('WARNING: clusterproof: not sending results to Log Analytics '
+              'in this session: ' + '; '.join(wrong) + '. Every result is '
+              "still stored locally; fix the setting and run 'clusterproof "
+              "sync' to ship them.", file=sys.stderr, flush=True)
+        return None
     return {
-        'type': 'httpjson',
+        'type': live_push.HANDLER_TYPE,
         'url': ingestion_url(**found),
         'level': 'info',
+        'session_id': session_id,
         'json_formatter': make_formatter(session_id),
         'authorization_header': bearer_header,
-        # Only 429 is retried by ReFrame; give throttling a minute.
-        'backoff_intervals': [1, 2, 4, 8, 15],
-        'retry_timeout': 60,
+        'backoff_intervals': live_push.DEFAULT_BACKOFF,
+        # 0: retry a batch until the session ends, then leave it to sync
+        'retry_timeout': 0,
+        'flush_timeout': flush_timeout(),
     }

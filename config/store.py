@@ -39,10 +39,15 @@ class SessionFile:
             f'{session_id}.jsonl'
 
     def append(self, row: dict) -> None:
+        self.append_rows([row])
+
+    def append_rows(self, rows: list[dict]) -> None:
+        """Appends rows with one write and one fsync."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(row, separators=(',', ':'), allow_nan=False)
+        lines = ''.join(json.dumps(row, separators=(',', ':'),
+                                   allow_nan=False) + '\n' for row in rows)
         with open(self.path, 'a') as fp:
-            fp.write(line + '\n')
+            fp.write(lines)
             fp.flush()
             os.fsync(fp.fileno())
 
@@ -57,3 +62,20 @@ def iter_rows(directory: Path | None = None):
                     yield json.loads(line)
                 except json.JSONDecodeError:
                     continue
+
+
+def session_files(directory: Path | None = None) -> list[Path]:
+    """Every session's store file, oldest day first."""
+    return sorted((directory or results_dir()).glob('*/*.jsonl'))
+
+
+def read_session_file(path: Path) -> list[dict]:
+    """The rows of one session file; a torn line is skipped."""
+    rows = []
+    with open(path) as fp:
+        for line in fp:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return rows

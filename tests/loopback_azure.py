@@ -8,13 +8,16 @@ over HTTPS on 127.0.0.1 with a throwaway certificate:
   (gzip allowed), 204 on success, 413 over 1 MB, 401 without a valid token,
   404 for an unknown rule or stream; a bare object is accepted and dropped,
   as the real service does;
-- the Log Analytics query API: POST {base_url}/v1/workspaces/{workspace_id}/
-  query with a bearer token and {"query", "timespan"?}, answering
-  {"tables": [{"name": "PrimaryResult", "columns": [{"name", "type"}],
-  "rows": [[...]]}]} from the pluggable `answer_query(query, timespan)`,
-  which returns a list of dicts (404 for another workspace).
+- the Log Analytics query API that azure-monitor-query's LogsQueryClient
+  calls: POST {base_url}/v1/workspaces/{workspace_id}/query with a bearer
+  token and {"query", "timespan"?}, answered as {"tables": [{"name":
+  "PrimaryResult", "columns": [{"name", "type"}], "rows": [[...]]}]} from the
+  rows the test's ``answer_query(query, timespan) -> list[dict]`` returns
+  (404 for another workspace, 403 when answer_query is unset: no read rights).
 
-Tests can queue failures (status + headers) to exercise retries.
+Tests can queue failures (status + headers, or DROP to close the connection
+without an answer), add latency to every ingestion call, make tokens expire,
+and stop and start the server on the same port (an endpoint that is down).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import datetime as dt
 import gzip
 import ipaddress
 import json
+import random
 import secrets
 import ssl
 import threading
@@ -38,6 +42,7 @@ from cryptography.x509.oid import NameOID
 
 MAX_BODY = 1024 * 1024
 API_VERSION = '2023-01-01'
+DROP = 'drop'   # a queued failure that closes the connection unanswered
 
 
 def make_certificate(directory):
@@ -84,14 +89,52 @@ class FakeAzure:
     uploads: list = field(default_factory=list)      # accepted (204)
     rejected: list = field(default_factory=list)     # anything else
     token_requests: int = 0
-    # (status, headers) answered to the next ingestion POSTs, in order
+    # (status, headers) answered to the next ingestion POSTs, in order;
+    # (DROP, {}) closes the connection without an answer, (204, {}) lets
+    # the call through
     failures: list = field(default_factory=list)
     base_url: str = ''
-    workspace_id: str = '00000000-0000-0000-0000-00000000cafe'
-    # Log Analytics queries: answer_query(query, timespan) -> list[dict]
-    answer_query: object = None
-    queries: list = field(default_factory=list)      # (query, timespan)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    latency: float = 0.0              # seconds added to every ingestion call
+    # [(probability, status, headers)]: faults drawn for every call that
+    # has no queued failure, from a seeded generator
+    random_faults: list = field(default_factory=list)
+    rng: random.Random = field(default_factory=lambda: random.Random(8))
+    token_lifetime: int = 3600        # seconds a token is accepted
+    issued: dict = field(default_factory=dict)    # token -> expiry
+    workspace_id: str = '00000000-0000-0000-0000-00000000cafe'
+    # answer_query(query: str, timespan: str | None) -> list[dict]
+    answer_query: object = None
+    queries: list = field(default_factory=list)   # (query, timespan)
+    server: object = None
+    identity_server: object = None    # the token endpoint: stays up
+    identity_url: str = ''
+
+    def draw_fault(self):
+        """A (status, headers) drawn from random_faults, or None."""
+        with self.lock:
+            roll = self.rng.random()
+        for probability, status, headers in self.random_faults:
+            if roll < probability:
+                return status, headers
+            roll -= probability
+        return None
+
+    def issue_token(self) -> str:
+        with self.lock:
+            if self.token in self.issued and self.token_lifetime < 3600:
+                self.token = secrets.token_urlsafe(24)   # short-lived: new
+            self.issued[self.token] = time.time() + self.token_lifetime
+            return self.token
+
+    def token_valid(self, token: str) -> bool:
+        with self.lock:
+            return time.time() < self.issued.get(token, 0)
+
+    @property
+    def tokens(self) -> list[str]:
+        """Every token handed out, for tests that look for leaks."""
+        return list(self.issued) or [self.token]
 
     @property
     def rows(self) -> list[dict]:
@@ -103,9 +146,41 @@ class FakeAzure:
             'DATA_COLLECTION_ENDPOINT': self.base_url,
             'LOGS_DCR_RULE_ID': self.rule_id,
             'LOGS_DCR_STREAM_NAME': self.stream,
-            'IDENTITY_ENDPOINT': f'{self.base_url}/msi/token',
+            'IDENTITY_ENDPOINT': f'{self.identity_url}/msi/token',
             'IDENTITY_HEADER': self.identity_header,
+            'LOGS_WORKSPACE_ID': self.workspace_id,
+            'LOGS_QUERY_ENDPOINT': self.base_url,
         }
+
+    def _serve(self, port: int):
+        server = ThreadingHTTPServer(('127.0.0.1', port), _handler_for(self))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.cert, self.key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server, f'https://127.0.0.1:{server.server_address[1]}'
+
+    def stop(self):
+        """The ingestion and query endpoint goes down: connections are
+        refused (the token endpoint stays up, as IMDS would)."""
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def start(self):
+        """Serve (on the same port again after stop())."""
+        if self.identity_server is None:
+            self.identity_server, self.identity_url = self._serve(0)
+        port = int(self.base_url.rsplit(':', 1)[1]) if self.base_url else 0
+        self.server, self.base_url = self._serve(port)
+
+    def close(self):
+        self.stop()
+        if self.identity_server is not None:
+            self.identity_server.shutdown()
+            self.identity_server.server_close()
+            self.identity_server = None
 
 
 def _handler_for(fake: FakeAzure):
@@ -138,9 +213,10 @@ def _handler_for(fake: FakeAzure):
             resource = (query.get('resource') or [''])[0]
             with fake.lock:
                 fake.token_requests += 1
+            token = fake.issue_token()
             self._reply(200, {
-                'access_token': fake.token,
-                'expires_on': str(int(time.time()) + 3600),
+                'access_token': token,
+                'expires_on': str(int(time.time()) + fake.token_lifetime),
                 'resource': resource,
                 'token_type': 'Bearer',
             })
@@ -149,9 +225,11 @@ def _handler_for(fake: FakeAzure):
             url = urlparse(self.path)
             length = int(self.headers.get('Content-Length') or 0)
             raw = self.rfile.read(length)
+            if url.path.startswith('/v1/workspaces/'):
+                return self._query(url, raw)
+            if fake.latency:
+                time.sleep(fake.latency)
             parts = url.path.strip('/').split('/')
-            if parts[:2] == ['v1', 'workspaces']:
-                return self._query(parts, raw)
             record = Upload(self.path, dict(self.headers), None, 0)
 
             def reject(status, code, message, headers=None):
@@ -166,8 +244,10 @@ def _handler_for(fake: FakeAzure):
             if parse_qs(url.query).get('api-version') != [API_VERSION]:
                 return reject(400, 'InvalidApiVersion', url.query)
             auth = self.headers.get('Authorization', '')
-            if auth != f'Bearer {fake.token}':
-                return reject(401, 'InvalidToken', 'missing or bad token')
+            if not (auth.startswith('Bearer ') and
+                    fake.token_valid(auth[len('Bearer '):])):
+                return reject(401, 'InvalidToken',
+                              'missing, bad or expired token')
             if parts[1] != fake.rule_id:
                 return reject(404, 'NotFound', f'no rule {parts[1]}')
             if parts[3] != fake.stream:
@@ -177,8 +257,17 @@ def _handler_for(fake: FakeAzure):
                               'over 1 MB')
             with fake.lock:
                 queued = fake.failures.pop(0) if fake.failures else None
-            if queued:
+            if queued is None:
+                queued = fake.draw_fault()
+            if queued and queued[0] != 204:     # (204, {}): answer normally
                 status, headers = queued
+                if status == DROP:
+                    record.status = DROP
+                    with fake.lock:
+                        fake.rejected.append(record)
+                    self.close_connection = True
+                    self.connection.close()
+                    return
                 return reject(status, 'Injected', 'queued failure', headers)
             if self.headers.get('Content-Encoding') == 'gzip':
                 raw = gzip.decompress(raw)
@@ -191,23 +280,29 @@ def _handler_for(fake: FakeAzure):
                 fake.uploads.append(record)
             self._reply(204)
 
-        def _query(self, parts, raw):
-            if self.headers.get('Authorization', '') != \
-                    f'Bearer {fake.token}':
-                return self._error(403, 'InsufficientAccessError',
-                                   'missing or bad token')
-            if len(parts) != 4 or parts[3] != 'query' or \
-                    parts[2] != fake.workspace_id:
-                return self._error(404, 'WorkspaceNotFoundError',
-                                   '/'.join(parts))
-            if self.headers.get('Content-Encoding') == 'gzip':
-                raw = gzip.decompress(raw)
-            body = json.loads(raw)
-            with fake.lock:
-                fake.queries.append((body['query'], body.get('timespan')))
+        def _query(self, url, raw):
+            parts = url.path.strip('/').split('/')
+            auth = self.headers.get('Authorization', '')
+            if not (auth.startswith('Bearer ') and
+                    fake.token_valid(auth[len('Bearer '):])):
+                return self._error(401, 'InvalidToken', 'bad token')
+            if parts != ['v1', 'workspaces', fake.workspace_id, 'query']:
+                return self._error(404, 'WorkspaceNotFound', url.path)
             if fake.answer_query is None:
-                return self._error(500, 'NoAnswer', 'answer_query unset')
-            rows = fake.answer_query(body['query'], body.get('timespan'))
+                return self._error(403, 'InsufficientAccessError',
+                                   'no read access to the workspace')
+            try:
+                request = json.loads(raw)
+                query = request['query']
+            except (ValueError, KeyError):
+                return self._error(400, 'BadArgumentError', 'no query')
+            timespan = request.get('timespan')
+            with fake.lock:
+                fake.queries.append((query, timespan))
+            try:
+                rows = fake.answer_query(query, timespan)
+            except ValueError as err:
+                return self._error(400, 'SemanticError', str(err))
             self._reply(200, {'tables': [query_table(rows)]})
 
     return Handler
@@ -258,18 +353,12 @@ def fake_azure(tmp_path, monkeypatch):
     variables (REQUESTS_CA_BUNDLE, SSL_CERT_FILE)."""
     cert, key = make_certificate(tmp_path)
     fake = FakeAzure()
-    server = ThreadingHTTPServer(('127.0.0.1', 0), _handler_for(fake))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    fake.base_url = f'https://127.0.0.1:{server.server_address[1]}'
+    fake.cert, fake.key = cert, key
+    fake.start()
     fake.ca_bundle = str(cert)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     monkeypatch.setenv('REQUESTS_CA_BUNDLE', str(cert))
     monkeypatch.setenv('SSL_CERT_FILE', str(cert))
     try:
         yield fake
     finally:
-        server.shutdown()
-        server.server_close()
+        fake.close()

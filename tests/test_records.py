@@ -94,7 +94,7 @@ def test_formatter_drops_dry_run_records():
 def test_formatter_raises_only_logging_error(monkeypatch):
     def broken(record, session_id):
         raise KeyError('boom')
-    monkeypatch.setattr(records, 'row_from_log_record', broken)
+    monkeypatch.setattr(records, 'rows_of_test', broken)
     with pytest.raises(LoggingError):
         azure_logs.make_formatter('s')(perf_record(), {}, set())
 
@@ -117,13 +117,14 @@ def test_no_azure_handler_without_settings(monkeypatch):
 def test_ingestion_url_follows_the_api(monkeypatch):
     monkeypatch.setenv('DATA_COLLECTION_ENDPOINT',
                        'https://dce-x.eastus-1.ingest.monitor.azure.com/')
-    monkeypatch.setenv('LOGS_DCR_RULE_ID', 'dcr-abc')
+    monkeypatch.setenv('LOGS_DCR_RULE_ID', 'dcr-' + 'ab12' * 8)
     monkeypatch.delenv('LOGS_DCR_STREAM_NAME', raising=False)
     config = azure_logs.handler_config('s')
-    assert config['type'] == 'httpjson'
+    assert config['type'] == 'clusterproof_httpjson'
     assert config['url'] == (
         'https://dce-x.eastus-1.ingest.monitor.azure.com/dataCollectionRules/'
-        'dcr-abc/streams/Custom-ReFrameResults_CL?api-version=2023-01-01')
+        'dcr-ab12ab12ab12ab12ab12ab12ab12ab12/streams/'
+        'Custom-ReFrameResults_CL?api-version=2023-01-01')
     assert config['authorization_header'] is azure_logs.bearer_header
 
 

@@ -6,7 +6,7 @@ import importlib
 import sys
 
 # Each module has add_parser(subparsers), which sets func=run.
-SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy', 'query', 'report',
+SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy', 'sync', 'query', 'report',
                'acceptance']
 
 EXIT_USAGE = 2

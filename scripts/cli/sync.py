@@ -1,0 +1,211 @@
+"""`clusterproof sync`: ship to Log Analytics every stored row it has not
+accepted yet (config/backlog.py does the work; this is the command line).
+
+Exit 0 when everything is shipped, 1 when some rows are left (and why),
+2 on bad usage or when Azure is not configured.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import sys
+
+EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
+
+
+def add_parser(subparsers):
+    parser = subparsers.add_parser(
+        'sync', help='ship stored results Log Analytics has not accepted yet',
+        description='Ship every row of the local store ($CLUSTERPROOF_HOME/'
+                    'results) that no ledger marks as accepted by Log '
+                    'Analytics, in batches of at most 1 MB, and say what '
+                    'was shipped. Sessions still running are left to their '
+                    'own live push. Exit 0 when everything is shipped, 1 '
+                    'when some rows are left, 2 when Azure is not '
+                    'configured.')
+    parser.add_argument('--dry-run', action='store_true',
+                        help='say what would be shipped; send nothing')
+    parser.add_argument('--session', metavar='ID',
+                        help='only this session (its store file name)')
+    parser.add_argument('--since', metavar='DATE', type=_date,
+                        help='only sessions from DATE (YYYY-MM-DD) on')
+    parser.add_argument('--verify', action='store_true',
+                        help='also ask Log Analytics (LOGS_WORKSPACE_ID) '
+                             'which acknowledged rows it holds, and ship '
+                             'the missing ones again')
+    parser.add_argument('--days', type=float, default=7, metavar='N',
+                        help='--verify: rows acknowledged in the last N '
+                             'days (default 7)')
+    parser.add_argument('--min-age', type=float, default=60, metavar='MIN',
+                        help='--verify: only rows acknowledged at least MIN '
+                             'minutes ago, so ingestion is done (default 60)')
+    parser.set_defaults(func=run)
+
+
+def _date(text: str) -> dt.date:
+    import argparse
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f'{text!r} is not a date (YYYY-MM-DD)') from None
+
+
+def say(message: str) -> None:
+    print(f'clusterproof sync: {message}', flush=True)
+
+
+def complain(message: str) -> None:
+    print(f'clusterproof sync: {message}', file=sys.stderr, flush=True)
+
+
+def not_configured() -> int:
+    from config import store
+    complain('Azure Log Analytics is not configured: set '
+             'DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID (and '
+             'LOGS_DCR_STREAM_NAME if not Custom-ReFrameResults_CL), e.g. '
+             '`source $CLUSTERPROOF_HOME/azure.env` after `clusterproof '
+             f'deploy`. Every result is still in the local store '
+             f'({store.results_dir()}).')
+    return EXIT_USAGE
+
+
+class Progress:
+    """A progress line on a terminal for long backlogs; silent otherwise."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.shown = False
+
+    def __call__(self, shipped: int, total: int) -> None:
+        if total >= 1000 and self.stream.isatty():
+            self.stream.write(f'\rclusterproof sync: {shipped} of {total} '
+                              f'rows shipped')
+            self.stream.flush()
+            self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.stream.write('\n')
+
+
+def report(tally, stopped) -> int:
+    from config import shipping
+    line = (f'{tally.shipped} of {tally.offered} rows shipped in '
+            f'{tally.calls} call(s)')
+    if tally.failures:
+        line += (f'; failed calls: '
+                 f'{shipping.Tally.describe(tally.failures)}')
+    say(line)
+    if stopped is not None:
+        complain(shipping.auth_advice(stopped))
+    if tally.left_total():
+        complain(f'{tally.left_total()} row(s) left in the local store '
+                 f'({shipping.Tally.describe(tally.left)}); run '
+                 f"'clusterproof sync' again later")
+        return EXIT_LEFT
+    return EXIT_OK
+
+
+def run(args) -> int:
+    # Imported here: `clusterproof --help` and the other commands must not
+    # need ReFrame or the Azure SDK.
+    from config import azure_logs, backlog
+    settings = azure_logs.settings()
+    if settings is None:
+        return not_configured()
+    wrong = azure_logs.problems(settings)
+    if wrong:
+        for problem in wrong:
+            complain(problem)
+        return EXIT_USAGE
+    if args.verify and azure_logs.workspace_settings() is None:
+        complain('--verify reads Log Analytics: set LOGS_WORKSPACE_ID (the '
+                 "workspace's customer id, an output of `clusterproof "
+                 "deploy`)")
+        return EXIT_USAGE
+    lock = backlog.sync_lock()
+    if not lock.acquire():
+        complain(f'another clusterproof sync is running ({lock.path}); '
+                 f'nothing done')
+        return EXIT_LEFT
+    try:
+        return _sync(args)
+    except KeyboardInterrupt:
+        # The ledger holds every call accepted so far: nothing is lost and
+        # the next sync does not send it again.
+        complain('interrupted; what was accepted is in the ledgers, run '
+                 "'clusterproof sync' again to ship the rest")
+        return EXIT_LEFT
+    finally:
+        lock.release()
+
+
+def _sync(args) -> int:
+    from config import backlog, verify
+    found = backlog.find_backlog(args.session, args.since)
+    for session in found.running:
+        say(f'session {session} is still running; its live push ships it')
+    if args.dry_run:
+        for session, count in sorted(found.sessions.items()):
+            say(f'would ship {count} row(s) of session {session}')
+        say(f'would ship {len(found.rows)} row(s) in all'
+            + (' (and check acknowledged rows with --verify)'
+               if args.verify else ''))
+        return EXIT_OK
+    if args.verify:
+        workspace = verify.default_workspace()
+        try:
+            workspace.can_read()
+        except verify.NoReadAccess as err:
+            complain(f'cannot read Log Analytics workspace '
+                     f'{workspace.workspace_id} ({err}): --verify needs the '
+                     f"'Log Analytics Reader' role on it; nothing done")
+            return EXIT_USAGE
+    if not found.rows and not args.verify:
+        say('nothing to ship: Log Analytics has accepted every stored row')
+        return EXIT_OK
+    transport = backlog.default_transport()
+    progress = Progress()
+    tally, stopped = backlog.ship(found.rows, found.ledger_of, transport,
+                                  progress)
+    progress.done()
+    if args.verify and stopped is None:
+        missing = _missing_after_verify(args)
+        if missing is None:
+            return EXIT_USAGE
+        if missing.rows:
+            say(f'{len(missing.rows)} acknowledged row(s) are missing from '
+                f'Log Analytics; shipping them again')
+            again, stopped = backlog.ship(missing.rows, missing.ledger_of,
+                                          transport, progress)
+            progress.done()
+            _merge(tally, again)
+    return report(tally, stopped)
+
+
+def _missing_after_verify(args):
+    from config import backlog, verify
+    acked = verify.acknowledged(args.min_age * 60, args.days)
+    workspace = verify.default_workspace()
+    try:
+        held = workspace.held([row['record_id'] for row in acked.rows],
+                              args.days)
+    except verify.NoReadAccess as err:
+        complain(f'cannot read Log Analytics ({err}); nothing re-shipped')
+        return None
+    say(f'verified {len(acked.rows)} acknowledged row(s): '
+        f'{len(acked.rows) - len(set(acked.ledger_of) - held)} in Log '
+        f'Analytics')
+    missing = backlog.Backlog()
+    for row in acked.rows:
+        if row['record_id'] not in held:
+            missing.rows.append(row)
+            missing.ledger_of[row['record_id']] = \
+                acked.ledger_of[row['record_id']]
+    return missing
+
+
+def _merge(total, more) -> None:
+    total.add(offered=more.offered, shipped=more.shipped, calls=more.calls)
+    total.left.update(more.left)
+    total.failures.update(more.failures)
