@@ -43,8 +43,7 @@ def _create_store_handler(site_config, config_prefix):
 
 
 def logging_config() -> list[dict]:
-    logs = store.home() / 'logs'
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = store.ensure_home('logs') / 'logs'
     perflog_handlers = [
         # First: the row is on disk before anything goes over the network.
         {'type': STORE_HANDLER, 'level': 'info'},

@@ -10,13 +10,44 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import tempfile
 import uuid
 from pathlib import Path
 
 
+HOME_VARIABLE = 'CLUSTERPROOF_HOME'
+
+
+class HomeError(OSError):
+    """CLUSTERPROOF_HOME cannot hold the store: the message names the
+    variable, the path and what is wrong, in one line."""
+
+
 def home() -> Path:
-    return Path(os.environ.get('CLUSTERPROOF_HOME')
+    return Path(os.environ.get(HOME_VARIABLE)
                 or Path.home() / '.clusterproof')
+
+
+def ensure_home(*subdirs: str) -> Path:
+    """The home directory, created with ``subdirs`` and proven writable, or
+    HomeError. ReFrame reports an OSError raised by its config in one line."""
+    base = home()
+    where = (f'{HOME_VARIABLE}={base}' if os.environ.get(HOME_VARIABLE)
+             else f'{base} (the default, as {HOME_VARIABLE} is not set)')
+    try:
+        for sub in ('', *subdirs):
+            (base / sub).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=base):
+            pass
+    except OSError as err:
+        # mkdir(exist_ok=True) on a file says "File exists": say what it means.
+        what = 'not a directory' if isinstance(err, FileExistsError) \
+            else err.strerror or str(err)
+        if err.filename and str(err.filename) != str(base):
+            what += f': {err.filename}'
+        raise HomeError(f'cannot use {where}: {what}; point {HOME_VARIABLE} '
+                        'at a writable directory') from None
+    return base
 
 
 def results_dir() -> Path:
