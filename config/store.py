@@ -78,6 +78,20 @@ class SessionFile:
             os.fsync(fp.fileno())
 
 
+    def write_all(self, rows: list[dict]) -> None:
+        """All rows or none: written beside the file, then renamed onto it
+        (readers only take ``*.jsonl``). For a new session file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(self.path.name + '.partial')
+        with open(partial, 'w') as fp:
+            for row in rows:
+                fp.write(json.dumps(row, separators=(',', ':'),
+                                    allow_nan=False) + '\n')
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.replace(partial, self.path)
+
+
 def iter_rows(directory: Path | None = None):
     """Every stored row, oldest file first; a torn line is skipped."""
     base = directory or results_dir()
