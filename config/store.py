@@ -28,12 +28,32 @@ def home() -> Path:
                 or Path.home() / '.clusterproof')
 
 
+def _home_error(base: Path, what: str) -> HomeError:
+    where = (f'{HOME_VARIABLE}={base}' if os.environ.get(HOME_VARIABLE)
+             else f'{base} (the default, as {HOME_VARIABLE} is not set)')
+    return HomeError(f'cannot use {where}: {what}; point {HOME_VARIABLE} '
+                     'at a writable directory')
+
+
+def check_home() -> Path:
+    """HomeError unless the home is, or can be created as, a writable
+    directory; creates nothing (for commands that write there only later)."""
+    base = home()
+    path = base
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    if not path.is_dir():
+        what = 'not a directory'
+        raise _home_error(base, what if path == base else f'{what}: {path}')
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise _home_error(base, f'no permission to write in {path}')
+    return base
+
+
 def ensure_home(*subdirs: str) -> Path:
     """The home directory, created with ``subdirs`` and proven writable, or
     HomeError. ReFrame reports an OSError raised by its config in one line."""
     base = home()
-    where = (f'{HOME_VARIABLE}={base}' if os.environ.get(HOME_VARIABLE)
-             else f'{base} (the default, as {HOME_VARIABLE} is not set)')
     try:
         for sub in ('', *subdirs):
             (base / sub).mkdir(parents=True, exist_ok=True)
@@ -45,8 +65,7 @@ def ensure_home(*subdirs: str) -> Path:
             else err.strerror or str(err)
         if err.filename and str(err.filename) != str(base):
             what += f': {err.filename}'
-        raise HomeError(f'cannot use {where}: {what}; point {HOME_VARIABLE} '
-                        'at a writable directory') from None
+        raise _home_error(base, what) from None
     return base
 
 

@@ -101,3 +101,16 @@ def test_printed_reframe_command_works_from_elsewhere(tmp_path, monkeypatch):
 
 def test_temporary_directories_of_passed_tests_are_removed(request):
     assert request.config.getini('tmp_path_retention_policy') == 'failed'
+
+
+def test_deploy_checks_the_home_before_calling_azure(tmp_path):
+    not_a_dir = tmp_path / 'file'
+    not_a_dir.write_text('')
+    env = suite_env(not_a_dir, {'PATH': str(tmp_path)})   # no az either
+    result = _run([sys.executable, CLI, 'deploy', '--resource-group', 'rg',
+                   '--principal-id', '00000000-0000-0000-0000-000000000000'],
+                  cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f'clusterproof: cannot use CLUSTERPROOF_HOME={not_a_dir}: not a '
+        'directory; point CLUSTERPROOF_HOME at a writable directory\n')
