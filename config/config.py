@@ -23,8 +23,14 @@ COMMON_ENVIRONMENTS = [
      'features': ['mpi', 'openmp'], 'target_systems': ['local', 'sandbox']},
 ]
 
+def _with_default_prefix(system):
+    # ReFrame's stage/ and output/ go under CLUSTERPROOF_HOME, not into the
+    # current directory (the checkout); --prefix or RFM_PREFIX still win.
+    return {'prefix': str(store.home()), **system}
+
+
 site_configuration = {
-    'systems': [system for family in FAMILIES
+    'systems': [_with_default_prefix(system) for family in FAMILIES
                 for system in _systems_of(family)],
     'environments': [env for family in FAMILIES
                      for env in getattr(family, 'environments', [])]

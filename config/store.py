@@ -10,13 +10,63 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import tempfile
 import uuid
 from pathlib import Path
 
 
+HOME_VARIABLE = 'CLUSTERPROOF_HOME'
+
+
+class HomeError(OSError):
+    """CLUSTERPROOF_HOME cannot hold the store: the message names the
+    variable, the path and what is wrong, in one line."""
+
+
 def home() -> Path:
-    return Path(os.environ.get('CLUSTERPROOF_HOME')
+    return Path(os.environ.get(HOME_VARIABLE)
                 or Path.home() / '.clusterproof')
+
+
+def _home_error(base: Path, what: str) -> HomeError:
+    where = (f'{HOME_VARIABLE}={base}' if os.environ.get(HOME_VARIABLE)
+             else f'{base} (the default, as {HOME_VARIABLE} is not set)')
+    return HomeError(f'cannot use {where}: {what}; point {HOME_VARIABLE} '
+                     'at a writable directory')
+
+
+def check_home() -> Path:
+    """HomeError unless the home is, or can be created as, a writable
+    directory; creates nothing (for commands that write there only later)."""
+    base = home()
+    path = base
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    if not path.is_dir():
+        what = 'not a directory'
+        raise _home_error(base, what if path == base else f'{what}: {path}')
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise _home_error(base, f'no permission to write in {path}')
+    return base
+
+
+def ensure_home(*subdirs: str) -> Path:
+    """The home directory, created with ``subdirs`` and proven writable, or
+    HomeError. ReFrame reports an OSError raised by its config in one line."""
+    base = home()
+    try:
+        for sub in ('', *subdirs):
+            (base / sub).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=base):
+            pass
+    except OSError as err:
+        # mkdir(exist_ok=True) on a file says "File exists": say what it means.
+        what = 'not a directory' if isinstance(err, FileExistsError) \
+            else err.strerror or str(err)
+        if err.filename and str(err.filename) != str(base):
+            what += f': {err.filename}'
+        raise _home_error(base, what) from None
+    return base
 
 
 def results_dir() -> Path:
@@ -50,6 +100,20 @@ class SessionFile:
             fp.write(lines)
             fp.flush()
             os.fsync(fp.fileno())
+
+
+    def write_all(self, rows: list[dict]) -> None:
+        """All rows or none: written beside the file, then renamed onto it
+        (readers only take ``*.jsonl``). For a new session file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(self.path.name + '.partial')
+        with open(partial, 'w') as fp:
+            for row in rows:
+                fp.write(json.dumps(row, separators=(',', ':'),
+                                    allow_nan=False) + '\n')
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.replace(partial, self.path)
 
 
 def iter_rows(directory: Path | None = None):

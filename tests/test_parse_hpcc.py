@@ -151,7 +151,7 @@ def test_empty_output():
 def test_foreign_outputs(tool, name):
     result = hpcc.parse(read(name, tool))
     assert not result.ok
-    assert 'not an HPCC output' in result.reason
+    assert 'not hpcc output' in result.reason
 
 
 def test_launcher_abort_alone():

@@ -154,4 +154,4 @@ def test_foreign_output_is_not_hpcg():
             / 'hpl2.3_N3000_NB128_P1Q2_np2_PASSED.out').read_text()
     result = hpcg.parse(text)
     assert not result.ok
-    assert result.reason.startswith('not an HPCG report')
+    assert result.reason.startswith('not hpcg output')

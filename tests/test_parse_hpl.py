@@ -184,7 +184,7 @@ def test_foreign_output_is_not_hpl():
             / 'stream_c_omp1_10M.out').read_text()
     result = hpl.parse(text)
     assert not result.ok
-    assert result.reason.startswith('not an HPL output')
+    assert result.reason.startswith('not hpl output')
 
 
 def test_mpi_abort_is_named():

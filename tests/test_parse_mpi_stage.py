@@ -174,7 +174,7 @@ def test_foreign_outputs():
     for text in (osu, 'Segmentation fault\n'):
         result = mpi_stage.parse(text)
         assert not result.ok
-        assert 'not an mpi-stage output' in result.reason
+        assert 'not mpi-stage output' in result.reason
 
 
 def test_older_error_format():

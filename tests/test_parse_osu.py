@@ -263,7 +263,7 @@ def test_foreign_outputs():
     for text in (hpcc, stage, 'hello world\n'):
         result = osu.parse(text)
         assert not result.ok
-        assert 'not an OSU' in result.reason
+        assert 'not osu output' in result.reason
 
 
 def test_registry_and_json():

@@ -124,7 +124,7 @@ def test_foreign_output_is_not_stream():
            / 'hpl2.3_N3000_NB128_P1Q2_np2_PASSED.out').read_text()
     result = stream.parse(hpl)
     assert not result.ok
-    assert result.reason.startswith('not a STREAM output')
+    assert result.reason.startswith('not stream output')
     assert result.metrics == {}
 
 

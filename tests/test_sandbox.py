@@ -93,8 +93,24 @@ def test_start_again_says_already_running(slurm_sandbox, capsys):
     assert sorted(before) == sorted(sandbox.DAEMONS)
     args = argparse.Namespace(action='start', dir=slurm_sandbox.dir)
     assert sandbox.run(args) == 0
-    assert f'sandbox already running in {slurm_sandbox.dir}' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f'sandbox already running in {slurm_sandbox.dir}' in out
     assert sandbox.running_daemons(slurm_sandbox.dir) == before
+    # The printed next steps, pasted into a shell elsewhere (listing instead
+    # of running the whole suite), work as printed.
+    lines = [line.strip() for line in out.splitlines()]
+    steps = lines[lines.index('use it with:') + 1:lines.index('use it with:') + 3]
+    assert steps[0] == f'source {slurm_sandbox.dir}/env'
+    assert steps[1].endswith(' --system sandbox -c ' + str(REPO / 'checks') + ' -r') or \
+        steps[1] == '.venv/bin/reframe -C config/config.py --system sandbox -c checks -r'
+    listing = subprocess.run(
+        ['bash', '-c', f'{steps[0]} && cd {REPO} && {steps[1][:-2]} -l'],
+        capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in os.environ.items() if not k.startswith('RFM_')})
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    assert 'HpccTwoNodes' in listing.stdout
+    assert lines[lines.index('stop it with:') + 1].endswith(
+        f'sandbox stop --dir {slurm_sandbox.dir}')
 
 
 def test_status_lists_daemons_and_nodes(slurm_sandbox, capsys):
@@ -122,9 +138,15 @@ def test_stop_and_start_from_scratch_in_another_dir(slurm_sandbox, tmp_path_fact
     assert all(not Path(f'/proc/{pid}').exists() or
                Path(f'/proc/{pid}/stat').read_text().split()[2] == 'Z' for pid in pids)
     assert sandbox.running_daemons(directory) == {}
+    assert not directory.exists()                         # stop removes its state
     assert sandbox.stop(directory, say=say) is False      # already stopped
+    assert sandbox.start(directory, say=say) is True      # from scratch again
+    assert sandbox.stop(directory, say=say, keep=True) is True
+    assert (directory / 'log' / 'slurmctld.log').is_file()
     assert sandbox.start(directory, say=say) is True      # again, on the kept database
+    (directory / 'mine.txt').write_text('not the sandbox\'s')
     sandbox.stop(directory, say=say)
+    assert [p.name for p in directory.iterdir()] == ['mine.txt']
     # the session's sandbox was left alone
     assert len(sandbox.running_daemons(slurm_sandbox.dir)) == len(sandbox.DAEMONS)
 

@@ -41,7 +41,11 @@ def parse(tool: str, text: str, **options) -> ParseResult:
     func = parser_for(tool)
     if func is None:
         return failure(tool, f'{tool}: not supported yet')
-    return func(text, **options)
+    try:
+        return func(text, **options)
+    except ValueError as err:
+        # int() refuses numbers of more than 4300 digits: no tool prints one.
+        return failure(tool, f'not {tool} output: unreadable number ({err})')
 
 
 __all__ = ['Metric', 'ParseResult', 'failure', 'success', 'parse',

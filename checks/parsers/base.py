@@ -80,4 +80,4 @@ def to_float(token: str) -> float | None:
 
 def strip_rank_prefixes(text: str) -> str:
     """Drop launcher prefixes such as ``[1,0]<stdout>:`` or ``0: ``."""
-    return re.sub(r'(?m)^(\[\d+,\d+\]<std(out|err)>:|\s*\d+: )', '', text)
+    return re.sub(r'(?m)^(\[\d+,\d+\]<std(out|err)>:|[ \t]*\d+: )', '', text)

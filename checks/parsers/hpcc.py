@@ -62,7 +62,7 @@ def _summary(text: str) -> tuple[dict, str | None]:
     begin = text.rfind(_BEGIN)
     if begin < 0:
         if not _BANNER.search(text):
-            return {}, ('not an HPCC output (no HPC Challenge banner or '
+            return {}, ('not hpcc output (no HPC Challenge banner or '
                         'sections)')
         return {}, ('no Summary section: hpcc was cut before its end '
                     '(truncated hpccoutf.txt)')

@@ -16,7 +16,7 @@ from .base import (Metric, ParseResult, failure, mpi_abort,
 TOOL = 'hpcg'
 UNIT = 'GFLOP/s'
 
-_SEP = r'\s*[=:]\s*'
+_SEP = r'[ \t]*[=:][ \t]*'
 # The prefix group keeps what precedes the line: a grep file name or nothing.
 _VALID = re.compile(
     r'^(?P<prefix>.*?)(?:Final Summary::)?'
@@ -26,21 +26,27 @@ _INVALID = re.compile(r'^.*HPCG result is' + _SEP + r'INVALID.*$', re.M)
 _HISTORICAL = re.compile(
     r'HPCG 2\.4 (?:rating for historical reasons|Rating \(for historical '
     r'value\)) is' + _SEP + r'(\S+)')
-# 3.1: "Section::Result=FAILED"; 3.0: "Section: \n  Result: FAILED".
+# 3.1: "Section::Result=FAILED"; 3.0: "Section: \n  Result: FAILED". A
+# section starts a line or follows a colon (grep's "file:"), so that each
+# character is tried as part of one section only: linear time.
 _FAILED_TEST = re.compile(
-    r'(?P<section>[^\n:]+?)(?:::|:\s*\n\s*)Result' + _SEP + 'FAILED', re.M)
+    r'(?:^|(?<=:))(?P<section>[^\n:]+)(?:::|:[ \t]*\n[ \t]*)Result' + _SEP
+    + 'FAILED', re.M)
 _LOG_FILE = re.compile(r'Call \[\d+\] (?:Number of Iterations|Scaled Residual)'
                        r'|Departure from symmetry \(scaled\)')
-_LOOKS_LIKE_HPCG = re.compile(r'HPCG|Final Summary|Benchmark Time Summary|'
-                              r'Machine Summary')
+# Section names at the start of a line (after grep's "file:" if any): the
+# word HPCG alone in foreign text must not make it an HPCG report.
+_LOOKS_LIKE_HPCG = re.compile(
+    r'^(?:[^\n:]*:)?[ \t]*(?:HPCG-Benchmark\b|HPCG result is\b|Final Summary:|'
+    r'Benchmark Time Summary:|Machine Summary:)', re.M)
 
 _NUMBERS = {
     'distributed_processes': r'Distributed Processes',
     'threads_per_process': r'Threads per processes',
     'global_nx': r'Global nx', 'global_ny': r'Global ny',
     'global_nz': r'Global nz',
-    'local_nx': r'(?:^|::)\s*nx', 'local_ny': r'(?:^|::)\s*ny',
-    'local_nz': r'(?:^|::)\s*nz',
+    'local_nx': r'(?:^|::)[ \t]*nx', 'local_ny': r'(?:^|::)[ \t]*ny',
+    'local_nz': r'(?:^|::)[ \t]*nz',
     'execution_time': r'(?:Results are valid but execution time \(sec\) is'
                       r'|Official results execution time \(sec\) is)',
     'official_min_time': r'Official results execution time \(sec\) must be '
@@ -49,7 +55,7 @@ _NUMBERS = {
 }
 _COUNTS = {'distributed_processes', 'threads_per_process', 'global_nx',
            'global_ny', 'global_nz', 'local_nx', 'local_ny', 'local_nz'}
-_VERSION = re.compile(r'^(?:.*version' + _SEP + r')V?([\d.]+)\s*$', re.M)
+_VERSION = re.compile(r'^(?:.*version' + _SEP + r')V?([\d.]+)[ \t]*$', re.M)
 
 
 def _details(text: str) -> dict:
@@ -81,7 +87,7 @@ def parse(text: str, expected_processes: int | None = None) -> ParseResult:
         if _LOG_FILE.search(text):
             return failure(TOOL, "this is HPCG's log file (hpcg*.txt), not "
                                  'its report: parse HPCG-Benchmark*.txt/.yaml')
-        return failure(TOOL, 'not an HPCG report: no "HPCG result is" line '
+        return failure(TOOL, 'not hpcg output: no "HPCG result is" line '
                              'and no HPCG report sections')
 
     details = _details(text)

@@ -21,19 +21,20 @@ UNIT = 'Gflops'
 # WR11C2R4 or WC03R2R2.
 # NVIDIA HPL appends "( per GPU)" to the Gflops column.
 _ROW = re.compile(
-    r'^\s*(W[RC]\w{6})\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S+)\s+(\S+)'
-    r'(?:\s+\(\s*(\S+)\s*\))?\s*$', re.M)
+    r'^[ \t]*(W[RC]\w{6})[ \t]+(\d+)[ \t]+(\d+)[ \t]+(\d+)[ \t]+(\d+)[ \t]+'
+    r'(\S+)[ \t]+(\S+)(?:[ \t]+\([ \t]*(\S+)[ \t]*\))?[ \t]*$', re.M)
 _RESIDUAL = re.compile(
-    r'^\s*\|\|Ax-b\|\|_oo/\(eps\*.*?=\s*(\S+)\s+\.+\s+(PASSED|FAILED)\s*$',
+    r'^[ \t]*\|\|Ax-b\|\|_oo/\(eps\*.*?=[ \t]*(\S+)[ \t]+\.+[ \t]+'
+    r'(PASSED|FAILED)[ \t]*$',
     re.M)
 _SUMMARY = re.compile(
     r'Finished\s+(\d+)\s+tests with the following results:'
-    r'(?P<body>(?:\s*\n\s*\d+\s+tests[^\n]*)*)')
+    r'(?P<body>(?:[ \t]*\n[ \t]*\d+[ \t]+tests[^\n]*)*)')
 _SUMMARY_COUNT = re.compile(r'(\d+)\s+tests\s+(completed and passed|'
                             r'completed and failed|skipped|'
                             r'completed without checking)')
 _ERROR = re.compile(r'^.*HPL ERROR.*$|^.*>>>.*<<<.*$', re.M)
-_BANNER = re.compile(r'HPLinpack|T/V\s+N\s+NB\s+P\s+Q|HPL-NVIDIA|Prog=')
+_BANNER = re.compile(r'HPLinpack|T/V[ \t]+N[ \t]+NB[ \t]+P[ \t]+Q|HPL-NVIDIA|Prog=')
 _HEADER = re.compile(
     r'HPLinpack \d|The following parameter values will be used')
 _THRESHOLD = re.compile(r'scaled residuals are less than\s+(\S+)')
@@ -121,11 +122,11 @@ def parse(text: str, expected_tasks: int | None = None) -> ParseResult:
     if not text.strip():
         return failure(TOOL, 'empty output: HPL printed nothing')
     if _HPCC.search(text):
-        return failure(TOOL, 'not an HPL output: this is an HPC Challenge '
+        return failure(TOOL, 'not hpl output: this is an HPC Challenge '
                              '(hpcc) report; parse it as hpcc')
     rows = _rows(text)
     if not rows and not _BANNER.search(text):
-        return failure(TOOL, 'not an HPL output: no "HPLinpack" banner and '
+        return failure(TOOL, 'not hpl output: no "HPLinpack" banner and '
                              'no "T/V N NB P Q" result table')
 
     summary = _summary(text)

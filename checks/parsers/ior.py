@@ -133,5 +133,5 @@ def parse(text: str):
                              "results table: output truncated")
     if not text.strip():
         return failure(TOOL, 'empty output')
-    return failure(TOOL, "no ior results found (no 'Summary of all tests', "
-                         "JSON or CSV summary): not ior output")
+    return failure(TOOL, "not ior output: no ior results found (no 'Summary "
+                         "of all tests', JSON or CSV summary)")

@@ -28,7 +28,7 @@ _COPY_COMPLETE = re.compile(
 _PROGRESS = re.compile(rf'^\[0\] Progress: (\d+)%, Bandwidth: {_NUMBER} MB/s',
                        re.M)
 _NO_COPY = '[0] No copy needed, all ranks synchronized'
-_TIMING = re.compile(rf'^\s+([A-Z][\w -]+?):\s+{_NUMBER}\s*$', re.M)
+_TIMING = re.compile(rf'^[ \t]+([A-Z][\w -]+?):[ \t]+{_NUMBER}[ \t]*$', re.M)
 _SOURCE_RANK = re.compile(r'^\[0\] (?:Using|Auto-selected) source rank (\d+)$',
                           re.M)
 _CHECKSUM = re.compile(r'^\[0\] Source checksum computed: (\d+)$', re.M)
@@ -70,7 +70,7 @@ def parse(text: str):
     if abort:
         return failure(TOOL, f'MPI abort: {abort}')
     if '[0] ' not in text:
-        return failure(TOOL, "not an mpi-stage output (no '[0] ...' lines)")
+        return failure(TOOL, "not mpi-stage output (no '[0] ...' lines)")
 
     details = {}
     if match := _TOPOLOGY.search(text):

@@ -178,8 +178,8 @@ def parse(text: str, expected_ranks: int | None = None,
     header = _HEADER.search(text)
     columns = _columns(header[0]) if header else None
     if columns is None:
-        return failure(TOOL, 'no nccl-tests results table (no "size count '
-                       'type ..." column header): not nccl-tests output?',
+        return failure(TOOL, 'not nccl output: no nccl-tests results table '
+                       '(no "size count type ..." column header)',
                        details=details)
     rows = _rows(text[header.end():], columns)
     if not rows:

@@ -167,7 +167,7 @@ def _no_table(scan: _Scan, error: str | None, abort: str | None):
     if scan.title:
         return failure(TOOL, f"only the title line '{scan.title.group(0)}' "
                              '(version flag, or cut before the results)')
-    return failure(TOOL, 'not an OSU micro-benchmarks output '
+    return failure(TOOL, 'not osu output (OSU micro-benchmarks) '
                          "(no '# OSU ... Test' title, no '# Size' header)")
 
 

@@ -21,8 +21,8 @@ TOOL = 'perftest'
 
 _DASHES = re.compile(r'^-{20,}\s*$')
 _TITLE = re.compile(r'^\s*([A-Za-z][\w ]*?) (BW|Latency) Test\s*$')
-_KEY_VALUE = re.compile(r'([A-Za-z][\w*. -]*?)[ \t]*:[ \t]*(\S+)')
-_HEADER_COLUMN = re.compile(r'#\w+|[\w.%]+(?: [\w%]+)?\[[^\]]+\]')
+# A column name starts a run of name characters: no retry inside a run.
+_HEADER_COLUMN = re.compile(r'#\w+|(?<![\w.%])[\w.%]+(?: [\w%]+)?\[[^\]\[]+\]')
 _ROW = re.compile(r'^\s*\d+\s+\d+\s+[\d.]')
 _ERROR = re.compile(
     r"^.*(Couldn't|Unable to|Failed to|failed to|Completion with error|"
@@ -50,9 +50,45 @@ def _banner_settings(lines: list[str]) -> dict:
     for line in lines[1:]:
         if _DASHES.match(line):
             break
-        for match in _KEY_VALUE.finditer(line):
-            settings.setdefault(match[1].strip(), match[2])
+        for key, value in _key_values(line):
+            settings.setdefault(key, value)
     return settings
+
+
+def _is_key_char(char: str) -> bool:
+    return char.isalnum() or char in '_*. -'
+
+
+def _key_values(line: str):
+    """'Key : value' pairs of one line, e.g. ' Number of qps : 1   Transport
+    type : IB'. Keys start with a letter; a scan from colon to colon reads
+    each character a bounded number of times (a regular expression retried
+    at every position of a long line without a colon would not)."""
+    pos = 0
+    while (colon := line.find(':', pos)) >= 0:
+        end = colon
+        while end > pos and line[end - 1] in ' \t':
+            end -= 1
+        start = end
+        while start > pos and _is_key_char(line[start - 1]):
+            start -= 1
+        while start < end and not (line[start].isascii() and
+                                   line[start].isalpha()):
+            start += 1
+        if start == end:
+            pos = colon + 1
+            continue
+        value_start = colon + 1
+        while value_start < len(line) and line[value_start] in ' \t':
+            value_start += 1
+        value_end = value_start
+        while value_end < len(line) and not line[value_end].isspace():
+            value_end += 1
+        if value_end > value_start:
+            yield line[start:end].strip(), line[value_start:value_end]
+            pos = value_end
+        else:
+            pos = colon + 1
 
 
 def _table(lines: list[str]) -> tuple[int, list[str]] | None:
@@ -140,11 +176,11 @@ def parse(text: str) -> ParseResult:
               if (m := _TITLE.match(line))]
     error = _ERROR.search(text)
     if not titles:
-        reason = 'no perftest banner ("... BW Test" / "... Latency Test")'
+        reason = ('not perftest output: no perftest banner ("... BW Test" / '
+                  '"... Latency Test")')
         if error:
             reason = f'perftest failed: {error[0].strip()}'
-        return failure(TOOL, reason + ('' if error else ': not perftest '
-                                       'output?'))
+        return failure(TOOL, reason)
     if len(titles) > 1:
         return failure(TOOL, f'{len(titles)} perftest runs in one output; '
                        'give one run per file')

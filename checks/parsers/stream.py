@@ -23,16 +23,17 @@ UNIT = 'MB/s'
 # test" means the arrays sit in cache and the rates are not memory rates.
 MIN_CLOCK_TICKS = 20
 
-_HEADER = re.compile(r'^\s*Function\s+(Best Rate MB/s|Rate \(MB/s\))', re.M)
+_HEADER = re.compile(r'^[ \t]*Function[ \t]+(Best Rate MB/s|Rate \(MB/s\))', re.M)
 _KERNEL_ROW = re.compile(
-    r'^\s*(Copy|Scale|Add|Triad):\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$', re.M)
+    r'^[ \t]*(Copy|Scale|Add|Triad):[ \t]+(\S+)[ \t]+(\S+)[ \t]+(\S+)[ \t]+(\S+)[ \t]*$',
+    re.M)
 _VALIDATES = re.compile(r'Solution Validates', re.I)
 _FAILED_VALIDATION = re.compile(r'^.*Failed Validation.*$', re.M | re.I)
 _TICKS = re.compile(r'\(=\s*(\d+)\s+(?:clock|timer) ticks\)')
 _INT_FIELDS = {
-    'array_size': re.compile(r'^\s*Array size\s*=\s*(\d+)', re.M),
+    'array_size': re.compile(r'^[ \t]*Array size[ \t]*=[ \t]*(\d+)', re.M),
     'total_array_size': re.compile(
-        r'^\s*Total Aggregate Array size\s*=\s*(\d+)', re.M),
+        r'^[ \t]*Total Aggregate Array size[ \t]*=[ \t]*(\d+)', re.M),
     'bytes_per_element': re.compile(r'uses (\d+) bytes per array element'),
     'array_size_per_rank': re.compile(
         r'Array size per MPI rank\s*=\s*(\d+)'),
@@ -89,10 +90,10 @@ def parse(text: str, expected_threads: int | None = None,
     if not text.strip():
         return failure(TOOL, 'empty output: STREAM printed nothing')
     if _HPCC.search(text):
-        return failure(TOOL, 'not a STREAM output: this is an HPC Challenge '
+        return failure(TOOL, 'not stream output: this is an HPC Challenge '
                              '(hpcc) report; parse it as hpcc')
     if not _HEADER.search(text) and 'STREAM' not in text:
-        return failure(TOOL, 'not a STREAM output: no "STREAM version" '
+        return failure(TOOL, 'not stream output: no "STREAM version" '
                              'banner and no "Function ... Rate" table')
 
     details = _details(text)

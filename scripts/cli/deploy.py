@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from config import store
+
 TEMPLATE = Path(__file__).resolve().parents[2] / 'bicep' / 'main.bicep'
 # The outputs of main.bicep that are environment variables clusterproof reads.
 ENV_OUTPUTS = ['DATA_COLLECTION_ENDPOINT', 'LOGS_DCR_RULE_ID',
@@ -143,6 +145,8 @@ def run(args) -> int:
         print(f'# outputs would be written to {env_file}')
         return 0
 
+    if not args.env_file:
+        store.check_home()   # an unusable home fails now, not after az
     az = shutil.which('az')
     if az is None:
         print("clusterproof deploy: the Azure CLI ('az') is not installed or "

@@ -5,6 +5,8 @@ import argparse
 import importlib
 import sys
 
+from config import store
+
 # Each module has add_parser(subparsers), which sets func=run.
 SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy', 'sync', 'query', 'report',
                'acceptance']
@@ -32,6 +34,9 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     try:
         return args.func(args)
+    except store.HomeError as err:
+        print(f'clusterproof: {err}', file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # `clusterproof ... | head`: the reader left; not an error of ours.
         sys.stderr.close()

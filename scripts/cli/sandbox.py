@@ -21,6 +21,8 @@ import time
 from glob import glob
 from pathlib import Path
 
+from scripts.cli import repo
+
 CLUSTER = 'sandbox'
 NODES = ('sb-n1', 'sb-n2', 'sb-n3', 'sb-n4')
 NODE_LIST = 'sb-n[1-4]'
@@ -122,6 +124,12 @@ class Layout:
         # What config/systems/sandbox.py declares as shared_fs and local_nvme.
         self.shared = self.dir / 'shared'
         self.local = self.dir / 'local'
+
+    def created(self):
+        """Everything start writes directly under the state directory."""
+        return [self.slurm_conf, self.slurmdbd_conf, self.task_prolog, self.env_file,
+                self.secrets_file, self.munge_key.parent, self.db_data.parent, self.run,
+                self.log, self.state, self.spool, self.tmp, self.shared, self.local]
 
     def pid_file(self, daemon):
         return self.run / f'{daemon}.pid'
@@ -458,7 +466,7 @@ def start(directory, say=print):
         return False
     if running:
         say(f'sandbox partly running ({", ".join(running)}); restarting it')
-        stop(layout.dir, say=lambda _: None)
+        stop(layout.dir, say=lambda _: None, keep=True)
     began = time.monotonic()
     ports = _prepare(layout)
     try:
@@ -468,7 +476,7 @@ def start(directory, say=print):
         _start_slurmctld(layout)
         _start_nodes(layout)
     except (SandboxError, subprocess.TimeoutExpired) as error:
-        stop(layout.dir, say=lambda _: None)
+        stop(layout.dir, say=lambda _: None, keep=True)
         raise SandboxError(f'{error} (sandbox stopped again; logs kept in {layout.log})') \
             from error
     say(f'sandbox started in {time.monotonic() - began:.0f} s: cluster {CLUSTER!r}, nodes '
@@ -537,12 +545,30 @@ def _kill_leftover_steps(layout):
     _signal(_with_descendants(steps), signal.SIGKILL)
 
 
-def stop(directory, say=print):
-    """Stop every daemon of the sandbox; returns False when nothing was running."""
+def _remove_state(layout):
+    """Delete what start created under the state directory (and the directory
+    itself once empty); anything else a user put there stays."""
+    for path in layout.created():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    try:
+        layout.dir.rmdir()
+    except OSError:
+        pass
+
+
+def stop(directory, say=print, keep=False):
+    """Stop every daemon of the sandbox and, unless ``keep``, delete its state
+    directory; returns False when nothing was running."""
     layout = Layout(directory)
     running = running_daemons(layout.dir)
     if not running:
         say(f'sandbox not running in {layout.dir}')
+        if not keep and layout.dir.is_dir():
+            _remove_state(layout)
+            say(f'removed {layout.dir}')
         return False
     if 'slurmctld' in running:
         _cancel_jobs(layout)
@@ -553,6 +579,11 @@ def stop(directory, say=print):
     for daemon in DAEMONS:
         layout.pid_file(daemon).unlink(missing_ok=True)
     say(f'sandbox stopped ({", ".join(running)})')
+    if keep:
+        say(f'state kept in {layout.dir}')
+    else:
+        _remove_state(layout)
+        say(f'removed {layout.dir}')
     return True
 
 
@@ -582,6 +613,9 @@ def add_parser(subparsers):
     parser.add_argument('--dir', type=Path, default=None,
                         help=f'state directory (default: ${DIR_VARIABLE}, else '
                              '${TMPDIR:-/tmp}/clusterproof-sandbox)')
+    parser.add_argument('--keep', action='store_true',
+                        help='stop: keep the state directory (logs, database, '
+                             'shared files) instead of deleting it')
     parser.set_defaults(func=run)
     return parser
 
@@ -598,13 +632,15 @@ def run(args):
         return 0 if status(directory) else 1
     try:
         if args.action == 'stop':
-            stop(directory)
+            stop(directory, keep=getattr(args, 'keep', False))
             return 0
         start(directory)
     except SandboxError as error:
         print(f'sandbox: {error}', file=sys.stderr)
         return 1
     env_file = Layout(directory).env_file
+    dir_args = ['--dir', str(args.dir)] if args.dir else []
     print(f'use it with:\n  source {env_file}\n'
-          '  reframe -C config/config.py --system sandbox -c checks -r')
+          f'  {repo.reframe_command_line("--system", "sandbox", "-c", "checks", "-r")}\n'
+          f'stop it with:\n  {repo.clusterproof_command_line("sandbox", "stop", *dir_args)}')
     return 0
