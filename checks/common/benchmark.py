@@ -6,11 +6,12 @@ import reframe.utility.typecheck as typ
 
 from .parsed_output import ParsedOutput
 from .sku_references import SkuReferences
+from .time_limit import TimeLimited
 from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool):
+                    ExternalTool, TimeLimited):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

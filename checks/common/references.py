@@ -104,6 +104,8 @@ def lookup(family: str, key: str, vm_sku: str | None) -> dict[str, Reference]:
     entry = _entry_for_sku(data, short_sku(vm_sku)).get(key, {})
     refs = {}
     for metric, spec in entry.items():
+        if metric == METHOD_KEY:
+            continue
         source = spec.get('source', '')
         refs[metric] = Reference(
             value=float(spec['value']),
@@ -113,6 +115,24 @@ def lookup(family: str, key: str, vm_sku: str | None) -> dict[str, Reference]:
             source=sources.get(source, source),
         )
     return refs
+
+
+#: Entry beside the metrics that says how the reference values were
+#: measured (array size, threads, placement, build...): a run is judged
+#: against them only when it was measured the same way.
+METHOD_KEY = 'method'
+
+
+def lookup_method(family: str, key: str, vm_sku: str | None) -> dict:
+    """How the references of one check on one SKU were measured ({} when
+    the data does not say), with its source spelled out."""
+    data = load_family(family)
+    entry = _entry_for_sku(data, short_sku(vm_sku)).get(key, {})
+    method = dict(entry.get(METHOD_KEY) or {})
+    if 'source' in method:
+        method['source'] = data.get('sources', {}).get(method['source'],
+                                                       method['source'])
+    return method
 
 
 PEAKS_FAMILY = 'peaks'
