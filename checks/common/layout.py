@@ -1,6 +1,7 @@
 """How many nodes, ranks and threads an MPI check asks for, and how its
 ranks are pinned to cores."""
 import reframe as rfm
+import reframe.utility.typecheck as typ
 
 
 def binding_options(launcher: str, threads_per_task: int) -> list[str]:
@@ -26,7 +27,7 @@ class NodeLayout(rfm.RegressionTestPlugin):
     threads_per_task = variable(int, value=1)
     #: Pin every rank to its core(s) through the launcher (compute-bound
     #: checks such as HPL set this; a floating rank loses whole iterations).
-    bind_ranks = variable(bool, value=False)
+    bind_ranks = variable(typ.Bool, value=False)
     #: The launcher options that did the pinning (recorded with the result)
     rank_binding = variable(str, value='')
 

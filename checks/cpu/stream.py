@@ -96,7 +96,7 @@ class StreamBase(BenchmarkTest):
     #: Run the way the SKU's reference was measured (its threads and OpenMP
     #: placement) where the reference data says how; False = the project's
     #: own method (every core, OMP_PLACES=cores, arrays >= 4x the L3).
-    follow_reference_method = variable(bool, value=True)
+    follow_reference_method = variable(typ.Bool, value=True)
     #: How the binary was built, as you know it (recorded with the result).
     stream_build = variable(str, value='')
 

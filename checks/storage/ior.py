@@ -78,9 +78,9 @@ class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
     #: Segments per task; 0 = enough to write MEMORY_MULTIPLE x the node's
     #: memory (SMOKE_SEGMENTS on the local system or without memory_gib)
     segments = variable(int, value=0)
-    file_per_process = variable(bool, value=True)
+    file_per_process = variable(typ.Bool, value=True)
     #: Open files with O_DIRECT (POSIX API; IOR 3.3 or later)
-    direct_io = variable(bool, value=False)
+    direct_io = variable(typ.Bool, value=False)
     #: Stop each phase after this many seconds (IOR -D); 0 = run it all.
     stonewall_seconds = variable(int, value=300)
     #: Directory for the test files: '' = the partition's extras['shared_fs'],
