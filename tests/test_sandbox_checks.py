@@ -107,7 +107,8 @@ def test_replayed_outputs_become_perf_variables(cpu_mpi_run):
     mpi_stage = values(rows, 'MpiStageCheck')
     assert mpi_stage['bandwidth'] == 188.663
     bandwidth = next(row for row in rows
-                     if row['check_perf_var'] == 'bandwidth')
+                     if row['check_name'] == 'MpiStageCheck'
+                     and row['check_perf_var'] == 'bandwidth')
     assert bandwidth['check_perf_unit'] == 'MiB/s'   # bytes / 2^20 / s
     assert mpi_stage['no_copy_time'] == pytest.approx(0.000141425)
     osu = {row['check_params']['benchmark']: row['check_perf_value']
@@ -195,12 +196,12 @@ def test_stream_with_the_reference_method_is_judged(slurm_sandbox, tmp_path):
 def test_a_generated_input_the_tool_would_not_take_fails(slurm_sandbox,
                                                          tmp_path):
     # NB=100 is not what the recording ran: the stand-in refuses the
-    # HPL.dat, prints nothing, and the check fails on sanity.
+    # HPL.dat, prints no HPL output, and the check fails on sanity.
     result, _ = run_on_sandbox(
         slurm_sandbox, tmp_path, 'hbv4', '-c', 'checks/cpu/hpl.py',
         '-n', '^HplCheck$', '-S', 'n=3000', '-S', 'nb=100')
     assert result.returncode != 0
-    assert 'HPL printed nothing' in result.stdout + result.stderr
+    assert 'sanity error: not an HPL output' in result.stdout + result.stderr
     errors = list((tmp_path / 'rfm').rglob('rfm_job.err'))
     assert any('HPL.dat asks NB=[100]' in path.read_text()
                for path in errors)

@@ -4,7 +4,8 @@ in a collective, an ior on a dead mount) cannot hold nodes forever.
 A check states how long a healthy run takes (``expected_runtime_s``, which
 it may compute from its problem size); the limit is that times a safety
 factor plus a fixed margin for job start-up. ReFrame's own ``time_limit``
-wins when set (``-S time_limit=2h``), as does a partition's ``time_limit``.
+wins when set (``-S time_limit=2h``), as does a partition's configured
+``time_limit``.
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ class TimeLimited(rfm.RegressionTestPlugin):
 
     @run_before('run')
     def _set_time_limit(self):
-        # None = neither the user (-S time_limit=...) nor the check chose one
-        if self.time_limit is None:
+        # None = neither the user (-S time_limit=...) nor the check chose
+        # one; a partition's configured time_limit is the site's choice.
+        if self.time_limit is None and not self.current_partition.time_limit:
             self.time_limit = limit_seconds(self.expected_seconds(),
                                             self.time_limit_factor)

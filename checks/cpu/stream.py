@@ -152,8 +152,10 @@ class StreamCheck(StreamBase):
     @run_after('setup')
     def set_threads(self):
         cores = self.partition_extra('cores_per_node', 1)
-        method = self.sku_method() if self.follow_reference_method else {}
-        self.reference_method = method
+        # Compared with the run in any case; followed only when asked.
+        self.reference_method = self.sku_method()
+        method = (self.reference_method if self.follow_reference_method
+                  else {})
         if not self.num_threads:
             self.num_threads = method.get('threads') or cores
         self.num_tasks = 1
