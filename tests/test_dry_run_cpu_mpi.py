@@ -97,6 +97,7 @@ def test_ior_defeats_the_page_cache(tmp_path):
     segments = int(options[options.index('-s') + 1])
     assert segments * 8 * 2 * 2 ** 20 >= 1.5 * 768 * 2 ** 30
     assert options[options.index('-D') + 1] == '300'
+    assert options[options.index('-O') + 1] == 'stoneWallingWearOut=1'
     assert time_limit(script) >= (0, 15, 0)
     # scratch per session and job: two sessions never share files
     assert 'CLUSTERPROOF_JOB_TAG=${SLURM_JOB_ID:-${PBS_JOBID:-$$}}' in script

@@ -110,6 +110,7 @@ def test_ior_refuses_a_bad_command_line(tmp_path, args, reason):
 def test_ior_replays_for_a_good_command_line(tmp_path):
     done = run_standin('ior', tmp_path, '-a', 'POSIX', '-w', '-r', '-C', '-e',
                        '-g', '-b', '2M', '-t', '2M', '-s', '384', '-F',
-                       '-D', '300', '-o', str(tmp_path / 'test.bin'))
+                       '-D', '300', '-O', 'stoneWallingWearOut=1',
+                       '-o', str(tmp_path / 'test.bin'))
     assert done.returncode == 0, done.stderr
     assert 'Summary of all tests' in done.stdout

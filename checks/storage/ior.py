@@ -5,11 +5,13 @@ task that reads back the file it has just written reads memory. So by
 default every node's tasks read what another node wrote (``-C``, two nodes
 or more), every file is fsync'ed before the write phase ends (``-e``), and
 each node writes more than its memory could cache (sized from the
-partition's ``memory_gib``), with each phase cut at ``stonewall_seconds``
-(``-D``) as in the ReFrame + Log Analytics post. O_DIRECT (``-S
-direct_io=true``) is the other way to defeat the cache on one node. A run
-whose read may come from the page cache (one node, no O_DIRECT) is recorded
-without a verdict. On the local system it is a quick smoke run.
+partition's ``memory_gib``), with the write phase cut at
+``stonewall_seconds`` (``-D``, as in the ReFrame + Log Analytics post) and
+the read phase reading back what was written (``-O stoneWallingWearOut=1``).
+O_DIRECT (``-S direct_io=true``) is the other way to defeat the cache on
+one node. A run whose read may come from the page cache (one node, no
+O_DIRECT) is recorded without a verdict. On the local system it is a quick
+smoke run.
 """
 import math
 
@@ -141,7 +143,11 @@ class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
         if self.direct_io:
             options.append('--posix.odirect')
         if self.stonewall_seconds:
-            options += ['-D', str(self.stonewall_seconds)]
+            # Wear-out: every task writes as many blocks as the fastest did
+            # by the deadline, and the read phase reads exactly those back
+            # (as IO500's ior-easy runs it).
+            options += ['-D', str(self.stonewall_seconds),
+                        '-O', 'stoneWallingWearOut=1']
         self.executable_opts = options + self.extra_options + [
             '-o', f'{directory}/test.bin']
 
