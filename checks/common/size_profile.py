@@ -41,6 +41,11 @@ class SizeProfile(rfm.RegressionTestPlugin):
         if self.is_smoke():
             self.no_verdict_reasons = [*self.no_verdict_reasons,
                                        'smoke size']
+
+    @run_before('run')
+    def _say_it_is_a_smoke_size(self):
+        # only for tests that run (not for those skipped for a missing tool)
+        if self.is_smoke():
             getlogger().info(
                 f'{self.name}: smoke size on {self.current_partition.fullname}'
                 ' (quick problem, recorded without a verdict; '
