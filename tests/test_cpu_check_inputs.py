@@ -1,5 +1,7 @@
 """The pure choices the CPU checks make: STREAM array minimum per SKU, the
 peaks and references they are compared with, HPL block size, HPCG input."""
+import pytest
+
 from checks.cpu import hpcg, hpl, stream
 
 
@@ -31,9 +33,15 @@ def test_rpeak_only_from_published_facts():
     peak = lookup_peaks('hpl', 'Standard_HB368rs_v5')['gflops']
     assert peak.value == 368 * 3.5 * 16
     assert 'HBv5' in peak.source and '3.5 GHz' in peak.derivation
-    # HBv4/HBv3 base clocks are not in our sources: no Rpeak, no efficiency
-    assert lookup_peaks('hpl', 'Standard_HB176rs_v4') == {}
+    # HBv4: 176 cores x 2.4 GHz base (Azure's size table) x 16; each
+    # constrained size with its own cores
+    assert lookup_peaks('hpl', 'Standard_HB176rs_v4')['gflops'].value == \
+        pytest.approx(176 * 2.4 * 16)
+    assert lookup_peaks('hpl', 'Standard_HB176-24rs_v4')['gflops'].value \
+        == pytest.approx(24 * 2.4 * 16)
+    # HBv3 and HX base clocks are not in our sources: no Rpeak
     assert lookup_peaks('hpl', 'Standard_HB120rs_v3') == {}
+    assert lookup_peaks('hpl', 'Standard_HX176rs') == {}
     # constrained-core HBv5 sizes have fewer cores: not the 368-core peak
     assert lookup_peaks('hpl', 'Standard_HB368-336rs_v5') == {}
 
