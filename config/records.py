@@ -107,6 +107,8 @@ def _check_facts(check) -> dict:
               for name in type(check).param_space.params}
     for name in getattr(check, 'recorded_variables', []):
         params[name] = getattr(check, name, None)
+    if getattr(check, 'no_verdict_reasons', None):
+        params['no_verdict_reasons'] = check.no_verdict_reasons
     facts['check_params'] = params
     facts['reference_sources'] = getattr(check, 'reference_sources', {})
     facts['metric_devices'] = getattr(check, 'metric_devices', {})

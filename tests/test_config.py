@@ -31,10 +31,10 @@ def test_ior_dry_run_job_script(partition, tmp_path):
     script = only_job_script(tmp_path, f'azure:{partition}', '^IorCheck$')
     assert f'#SBATCH --partition={partition}' in script
     assert '#SBATCH --exclusive' in script
-    assert '#SBATCH --ntasks=1' in script
+    assert '#SBATCH --ntasks=16' in script     # 2 nodes x 8 tasks
     assert 'command -v ior' in script        # early, explained failure
     assert ('srun --mpi=pmix ior -a POSIX -w -r -C -e -g '
-            '-b 2M -t 2M -s 16 -F') in script
+            '-b 2M -t 2M -s ') in script
     assert '-o /shared/scratch/clusterproof-ior-' in script
 
 

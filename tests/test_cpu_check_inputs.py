@@ -1,5 +1,7 @@
-"""The pure choices the CPU checks make: STREAM array minimum per SKU, HPL
-peak, HPCG input file."""
+"""The pure choices the CPU checks make: STREAM array minimum per SKU, the
+peaks and references they are compared with, HPL block size, HPCG input."""
+import pytest
+
 from checks.cpu import hpcg, hpl, stream
 
 
@@ -25,13 +27,56 @@ def test_no_minimum_where_nothing_is_published():
     assert stream.minimum_array_elements('') is None
 
 
-def test_hpl_peak_only_where_published():
+def test_rpeak_only_from_published_facts():
+    from checks.common.references import lookup_peaks
+    # HBv5: 368 cores x 3.5 GHz base x 16 FP64 FLOPs/cycle (Zen 4)
+    peak = lookup_peaks('hpl', 'Standard_HB368rs_v5')['gflops']
+    assert peak.value == 368 * 3.5 * 16
+    assert 'HBv5' in peak.source and '3.5 GHz' in peak.derivation
+    # HBv4: 176 cores x 2.4 GHz base (Azure's size table) x 16; each
+    # constrained size with its own cores
+    assert lookup_peaks('hpl', 'Standard_HB176rs_v4')['gflops'].value == \
+        pytest.approx(176 * 2.4 * 16)
+    assert lookup_peaks('hpl', 'Standard_HB176-24rs_v4')['gflops'].value \
+        == pytest.approx(24 * 2.4 * 16)
+    # HBv3 and HX base clocks are not in our sources: no Rpeak
+    assert lookup_peaks('hpl', 'Standard_HB120rs_v3') == {}
+    assert lookup_peaks('hpl', 'Standard_HX176rs') == {}
+    # constrained-core HBv5 sizes have fewer cores: not the 368-core peak
+    assert lookup_peaks('hpl', 'Standard_HB368-336rs_v5') == {}
+
+
+def test_azure_hpl_figures_are_references_without_verdict():
+    from checks.common.references import lookup
+    # 16 TF is below HBv5's 20.6 TF Rpeak: a published figure, not a limit
+    ref = lookup('hpl', 'hpl', 'Standard_HB368rs_v5')['gflops']
+    assert ref.value == 16000 and ref.lower is None and ref.upper is None
     from config.systems.azure_skus import SKUS
-    # Azure docs: HBv5 up to 16 TF Rpeak (368 cores), HBv3 4 TF (120 cores)
-    assert hpl.peak_gflops_per_node(SKUS['hbv5']['extras']) == 16000
-    assert hpl.peak_gflops_per_node(SKUS['hbv3']['extras']) == 4000
-    # HBv4's published 7.6 TF is for the 144-core size, not HB176rs_v4
-    assert hpl.peak_gflops_per_node(SKUS['hbv4']['extras']) is None
+    assert all('peak_gflops_per_node' not in sku['extras']
+               for sku in SKUS.values())
+
+
+def test_memory_bandwidth_peaks_are_channels_times_rate():
+    from checks.common.references import lookup_peaks
+    hbv4 = lookup_peaks('stream', 'Standard_HB176rs_v4')
+    # 4 NUMA x 6 channels x 4800 MT/s x 8 B, in MB/s like STREAM
+    assert {name: p.value for name, p in hbv4.items()} == {
+        name: 4 * 6 * 4800 * 8 for name in
+        ('copy_bw', 'scale_bw', 'add_bw', 'triad_bw')}
+    assert lookup_peaks('stream', 'Standard_HX176-96rs')['triad_bw'].value \
+        == 921600
+    # 4 NUMA x 4 channels x 3200 MT/s x 8 B
+    assert lookup_peaks('stream', 'Standard_HB120rs_v3')['triad_bw'].value \
+        == 409600
+    assert lookup_peaks('stream', 'Standard_HB368rs_v5') == {}
+
+
+def test_hpl_block_size_by_blas_family():
+    from checks.cpu import hpl_input
+    assert hpl_input.block_size_for('MKL') == 384
+    assert hpl_input.block_size_for('aocl') == 384
+    assert hpl_input.block_size_for('openblas') == 256
+    assert hpl_input.block_size_for('') == hpl_input.DEFAULT_NB
 
 
 def test_hpcg_dat_text():

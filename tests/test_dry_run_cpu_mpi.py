@@ -1,8 +1,11 @@
 """--dry-run job scripts of the CPU/MPI checks on the Azure HBv4, HBv5 and
-ND H100 v5 partitions: launcher lines, task layout and environment."""
+ND H100 v5 partitions: launcher lines, task layout, environment, time
+limits, binding and the IOR options that keep the page cache out."""
 import re
 
-from tests.helpers import only_job_script
+import pytest
+
+from tests.helpers import dry_run_job_scripts, only_job_script
 
 
 def sbatch(script: str) -> set[str]:
@@ -20,6 +23,24 @@ def test_stream_uses_every_core_of_hbv5(tmp_path):
                      script, re.MULTILINE)
 
 
+def test_stream_on_hbv4_follows_the_health_checks_method(tmp_path):
+    # the floor's method: 48 threads on AzHC's place list, the whole node
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
+    assert {'--ntasks=1', '--cpus-per-task=176'} <= sbatch(script)
+    assert 'export OMP_NUM_THREADS=48' in script
+    assert 'export OMP_PLACES={0:1},{4:1},{8:1},' in script
+    assert 'export OMP_SCHEDULE=static' in script
+
+
+def test_stream_own_method_uses_every_core(tmp_path):
+    scripts = dry_run_job_scripts(
+        tmp_path, 'azure:hbv4', '-n', '^StreamCheck$', '-S',
+        'follow_reference_method=false')
+    script = next(iter(scripts.values()))
+    assert 'export OMP_NUM_THREADS=176' in script
+    assert 'export OMP_PLACES=cores' in script
+
+
 def test_hpl_grid_matches_the_tasks_of_hbv4(tmp_path):
     script = only_job_script(tmp_path, 'azure:hbv4', '^HplCheck$')
     assert {'--ntasks=176', '--ntasks-per-node=176',
@@ -27,7 +48,66 @@ def test_hpl_grid_matches_the_tasks_of_hbv4(tmp_path):
     assert re.search(r'^11\s+Ps$', script, re.MULTILINE)
     assert re.search(r'^16\s+Qs$', script, re.MULTILINE)    # 11 x 16 = 176
     assert '/proc/meminfo' in script          # N sized on the node itself
-    assert re.search(r'^srun .*--mpi=pmix xhpl$', script, re.MULTILINE)
+    # ranks pinned to cores; NB for AOCL-BLIS (the HB-series' BLAS)
+    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix xhpl$', script,
+                     re.MULTILINE)
+    assert re.search(r'^384\s+NBs$', script, re.MULTILINE)
+    hours, minutes, _ = time_limit(script)
+    assert 1 <= hours <= 12          # sized from N: hours, not forever
+
+
+def time_limit(script: str) -> tuple[int, int, int]:
+    match = re.search(r'^#SBATCH --time=(\d+):(\d+):(\d+)$', script,
+                      re.MULTILINE)
+    assert match, script
+    return tuple(int(part) for part in match.groups())
+
+
+def test_hpl_block_size_follows_the_blas_family(tmp_path):
+    scripts = dry_run_job_scripts(tmp_path, 'azure:hbv4', '-n', '^HplCheck$',
+                                  '-S', 'blas_family=openblas')
+    assert re.search(r'^256\s+NBs$', next(iter(scripts.values())),
+                     re.MULTILINE)
+
+
+@pytest.mark.parametrize('target', ['azure:hbv4', 'azure:ndv5'])
+def test_every_check_has_a_time_limit(tmp_path, target):
+    scripts = dry_run_job_scripts(tmp_path, target)
+    assert len(scripts) >= 8, sorted(scripts)
+    missing = [name for name, script in scripts.items()
+               if not re.search(r'^#SBATCH --time=\d+:\d+:\d+$', script,
+                                re.MULTILINE)]
+    assert missing == []
+
+
+def test_time_limit_can_be_overridden(tmp_path):
+    scripts = dry_run_job_scripts(tmp_path, 'azure:hbv4', '-n', '^HplCheck$',
+                                  '-S', 'time_limit=45m')
+    assert time_limit(next(iter(scripts.values()))) == (0, 45, 0)
+
+
+def test_ior_defeats_the_page_cache(tmp_path):
+    script = only_job_script(tmp_path, 'azure:hbv4', '^IorCheck$')
+    # two nodes: every task reads what a task of the other node wrote (-C)
+    assert {'--ntasks=16', '--ntasks-per-node=8'} <= sbatch(script)
+    run = re.search(r'^srun --mpi=pmix ior (.+)$', script, re.MULTILINE)
+    options = run.group(1).split()
+    assert {'-C', '-e', '-w', '-r', '-F'} <= set(options)
+    # each node writes 1.5 x its 768 GiB, phases cut at 300 s (-D)
+    segments = int(options[options.index('-s') + 1])
+    assert segments * 8 * 2 * 2 ** 20 >= 1.5 * 768 * 2 ** 30
+    assert options[options.index('-D') + 1] == '300'
+    assert options[options.index('-O') + 1] == 'stoneWallingWearOut=1'
+    assert time_limit(script) >= (0, 15, 0)
+    # scratch per session and job: two sessions never share files
+    assert 'CLUSTERPROOF_JOB_TAG=${SLURM_JOB_ID:-${PBS_JOBID:-$$}}' in script
+    assert options[-1].endswith('-${CLUSTERPROOF_JOB_TAG}/test.bin')
+
+
+def test_ior_o_direct_on_request(tmp_path):
+    scripts = dry_run_job_scripts(tmp_path, 'azure:hbv4', '-n', '^IorCheck$',
+                                  '-S', 'direct_io=true')
+    assert ' --posix.odirect ' in next(iter(scripts.values()))
 
 
 def test_hpcg_writes_its_input_and_runs_one_rank_per_core(tmp_path):
@@ -75,7 +155,8 @@ def test_osu_allreduce_spans_the_nodes(tmp_path):
 def test_hpcc_two_nodes_one_rank_each(tmp_path):
     script = only_job_script(tmp_path, 'azure:hbv4', '^HpccTwoNodes$')
     assert {'--ntasks=2', '--ntasks-per-node=1'} <= sbatch(script)
-    assert re.search(r'^srun --mpi=pmix hpcc$', script, re.MULTILINE)
+    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix hpcc$', script,
+                     re.MULTILINE)
 
 
 def test_mpi_stage_copies_then_proves_the_no_copy_path(tmp_path):
@@ -88,3 +169,9 @@ def test_mpi_stage_copies_then_proves_the_no_copy_path(tmp_path):
     assert '--overwrite' not in runs[1] and runs[1].endswith('2> second.err')
     assert all('--source /shared/scratch/' in run and
                '--dest /mnt/nvme/' in run for run in runs)
+    assert all('-${CLUSTERPROOF_JOB_TAG}/source.bin' in run for run in runs)
+    # the cleanup reaches every node, as the copies did
+    assert re.search(r'^srun --mpi=pmix rm -rf /mnt/nvme/clusterproof-'
+                     r'mpi-stage-\S+-\$\{CLUSTERPROOF_JOB_TAG\}$', script,
+                     re.MULTILINE)
+    assert time_limit(script)

@@ -97,3 +97,34 @@ def test_generated_grid_satisfies_the_parser_task_check():
             / 'hpl2.3_N3000_NB128_P1Q2_np2_PASSED.out').read_text()
     assert (p, q) == (1, 2)
     assert hpl.parse(text, expected_tasks=p * q).ok
+
+
+def test_generated_hpl_dat_reads_back_by_line_position():
+    text = hpl_input.hpl_dat(3000, 128, 1, 2)
+    assert len(text.splitlines()) == 31
+    assert hpl_input.read_hpl_dat(text) == {'n': [3000], 'nb': [128],
+                                            'p': [1], 'q': [2]}
+
+
+def test_a_malformed_hpl_dat_is_refused():
+    lines = hpl_input.hpl_dat(3000, 128, 1, 2).splitlines()
+    lines[5] = 'Ns'                                   # no value
+    with pytest.raises(ValueError, match='malformed'):
+        hpl_input.read_hpl_dat('\n'.join(lines))
+    with pytest.raises(ValueError, match='lines'):
+        hpl_input.read_hpl_dat('HPLinpack\n1\n')
+
+
+def test_rows_of_another_problem_are_named():
+    asked = {'n': [3000], 'nb': [128], 'p': [1], 'q': [2]}
+    rows = [{'n': 3000, 'nb': 128, 'p': 1, 'q': 2},
+            {'n': 4000, 'nb': 128, 'p': 2, 'q': 1}]
+    assert hpl_input.rows_not_asked_for(rows, asked) == [
+        'N=4000 (HPL.dat: 3000)', 'P=2 (HPL.dat: 1)', 'Q=1 (HPL.dat: 2)']
+    assert hpl_input.rows_not_asked_for(rows[:1], asked) == []
+
+
+def test_expected_seconds_of_a_solve():
+    # 2/3 N^3 + 2 N^2 flops at 1 Gflops
+    assert hpl_input.expected_seconds(1000, 1.0) == pytest.approx(
+        (2 / 3 * 1e9 + 2e6) / 1e9)

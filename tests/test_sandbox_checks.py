@@ -5,16 +5,32 @@ installed here, so replay stand-ins (tests/standins/cpu_mpi_replay) print
 real outputs from tests/data in their place: what is tested is the checks'
 job layout, sanity, perf variables, references and records."""
 import os
+import textwrap
 
 import pytest
 
 from tests.helpers import REPO, STANDINS, run_reframe, stored_rows
 
+# What the replayed recordings were run with: the stand-ins refuse any
+# other input, so the checks are told to generate exactly this.
+RECORDED_SIZES = ['-S', 'HplCheck.n=3000', '-S', 'HplCheck.nb=128',
+                  '-S', 'HpcgCheck.nx=16', '-S', 'HpcgCheck.ny=16',
+                  '-S', 'HpcgCheck.nz=16', '-S', 'HpcgCheck.runtime=10']
 
-def run_on_sandbox(slurm_sandbox, tmp_path, partition, *args):
+
+def site_references(directory, files: dict):
+    """A CLUSTERPROOF_REFERENCES directory holding ``files``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (directory / name).write_text(textwrap.dedent(text))
+    return str(directory)
+
+
+def run_on_sandbox(slurm_sandbox, tmp_path, partition, *args, extra_env=None):
     env = {**os.environ, **slurm_sandbox.env,
            'CLUSTERPROOF_HOME': str(tmp_path / 'home'),
-           'PATH': f'{STANDINS}{os.pathsep}{os.environ["PATH"]}'}
+           'PATH': f'{STANDINS}{os.pathsep}{os.environ["PATH"]}',
+           **(extra_env or {})}
     for name in ('RFM_SYSTEM', 'DATA_COLLECTION_ENDPOINT', 'LOGS_DCR_RULE_ID'):
         env.pop(name, None)
     result = run_reframe('--system', f'sandbox:{partition}', *args, '-r',
@@ -29,16 +45,32 @@ def values(rows, check_name):
             for row in rows if row['check_name'] == check_name}
 
 
+# A site's peak for the sandbox's SKU (HBv4's base clock is not in the
+# shipped data): HPL's row must carry it and its efficiency follow from it.
+SITE_HPL_PEAK = """
+    sources:
+      Site: "site figure for the test"
+    HB176rs_v4:
+      hpl:
+        gflops: {value: 64, unit: Gflops, source: Site, derivation: "2 cores x 2 GHz x 16"}
+"""
+
+
 @pytest.fixture(scope='module')
 def cpu_mpi_run(slurm_sandbox, tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp('cpu_mpi')
+    references = site_references(tmp_path / 'site',
+                                 {'peaks.yaml': SITE_HPL_PEAK})
     result, rows = run_on_sandbox(
         slurm_sandbox, tmp_path, 'hbv4',
         '-c', 'checks/cpu', '-c', 'checks/network/osu.py',
         '-c', 'checks/staging',
         '-n', '^HpccTwoNodes$', '-n', '^HplCheck$', '-n', '^HpcgCheck$',
         '-n', 'OsuPointToPoint%buffer=cpu', '-n', 'OsuCollective%buffer=cpu',
-        '-n', '^MpiStageCheck$')
+        '-n', '^MpiStageCheck$', *RECORDED_SIZES,
+        # real hpcc: a memory-sized run would take minutes here
+        '-S', 'HpccTwoNodes.size_profile=smoke',
+        extra_env={'CLUSTERPROOF_REFERENCES': references})
     return result, rows
 
 
@@ -70,10 +102,15 @@ def test_hpcc_runs_for_real_across_both_nodes(cpu_mpi_run):
 
 def test_replayed_outputs_become_perf_variables(cpu_mpi_run):
     _, rows = cpu_mpi_run
-    assert values(rows, 'HplCheck') == {'gflops': 20.434}
+    assert values(rows, 'HplCheck') == {
+        'gflops': 20.434, 'efficiency': pytest.approx(20.434 * 100 / 64)}
     assert values(rows, 'HpcgCheck') == {'gflops': 4.14187}
     mpi_stage = values(rows, 'MpiStageCheck')
     assert mpi_stage['bandwidth'] == 188.663
+    bandwidth = next(row for row in rows
+                     if row['check_name'] == 'MpiStageCheck'
+                     and row['check_perf_var'] == 'bandwidth')
+    assert bandwidth['check_perf_unit'] == 'MiB/s'   # bytes / 2^20 / s
     assert mpi_stage['no_copy_time'] == pytest.approx(0.000141425)
     osu = {row['check_params']['benchmark']: row['check_perf_value']
            for row in rows if row['check_name'].startswith('Osu')}
@@ -82,22 +119,93 @@ def test_replayed_outputs_become_perf_variables(cpu_mpi_run):
                    'osu_alltoall': 0.58}
 
 
-def test_stream_is_judged_against_the_hbv4_floor(slurm_sandbox, tmp_path):
-    # The sandbox's hbv4 partition declares VM SKU HB176rs_v4, whose STREAM
-    # floor (Azure's health checks) a 2-core replay cannot meet: the check
-    # must fail on performance, say why, and record the verdict and source.
+def test_hpl_and_hpl_dat_rows_are_recorded_with_their_method(cpu_mpi_run):
+    _, rows = cpu_mpi_run
+    hpl = next(row for row in rows if row['check_name'] == 'HplCheck'
+               and row['check_perf_var'] == 'gflops')
+    assert hpl['check_perf_peak'] == 64
+    assert 'site figure' in hpl['peak_source']
+    params = hpl['check_params']
+    assert params['n'] == 3000 and params['nb'] == 128
+    assert params['rank_binding'] == '--cpu-bind=cores'
+    assert params['size_profile'] == 'full'
+    hpcc = next(row for row in rows if row['check_name'] == 'HpccTwoNodes')
+    assert hpcc['check_params']['size_profile'] == 'smoke'
+    assert hpcc['check_params']['no_verdict_reasons'] == ['smoke size']
+
+
+def stream_rows(slurm_sandbox, tmp_path, *args, extra_env=None):
     result, rows = run_on_sandbox(
         slurm_sandbox, tmp_path, 'hbv4', '-c', 'checks/cpu/stream.py',
-        '-n', '^StreamCheck$', '-S', 'array_size=20000000')
+        '-n', '^StreamCheck$', *args, extra_env=extra_env)
+    return result, {row['check_perf_var']: row for row in rows}
+
+
+def test_stream_with_another_method_is_informational(slurm_sandbox,
+                                                    tmp_path):
+    # The sandbox's hbv4 partition declares VM SKU HB176rs_v4, whose STREAM
+    # floor comes from Azure's health checks (800M elements, 48 threads):
+    # the project's own method on a 20M-element binary is not that method,
+    # so the row shows the floor without a verdict, and says why.
+    result, rows = stream_rows(slurm_sandbox, tmp_path,
+                               '-S', 'follow_reference_method=false',
+                               '-S', 'array_size=20000000')
+    assert result.returncode == 0, result.stdout + result.stderr
+    triad = rows['triad_bw']
+    assert triad['check_perf_value'] == 12369.6
+    assert triad['check_perf_ref'] == 665500
+    assert triad['check_perf_result'] == 'informational'
+    params = triad['check_params']
+    assert params['measured_method']['array_elements'] == 20_000_000
+    assert params['measured_method']['threads'] == 2
+    assert 'threads 2 (reference: 48)' in params['method_differences']
+    # the distance to the hardware's limit: 4 x 6 DDR5-4800 channels
+    assert triad['check_perf_peak'] == 921600
+    assert 'DDR5-4800' in triad['peak_source']
+
+
+SITE_STREAM_METHOD = """
+    HB176rs_v4:
+      stream:
+        method:
+          array_elements: 20000000
+          threads: 2
+          env: {OMP_PLACES: cores, OMP_PROC_BIND: 'true'}
+"""
+
+
+def test_stream_with_the_reference_method_is_judged(slurm_sandbox, tmp_path):
+    # A site declares the method its floor was measured with (the replayed
+    # binary's): the same floor now gives a verdict, and a 2-core replay
+    # cannot meet HBv4's 665,500 MB/s.
+    references = site_references(tmp_path / 'site',
+                                 {'stream.yaml': SITE_STREAM_METHOD})
+    result, rows = stream_rows(
+        slurm_sandbox, tmp_path,
+        extra_env={'CLUSTERPROOF_REFERENCES': references})
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert 'performance' in output.lower()
-    triad = next(row for row in rows if row['check_perf_var'] == 'triad_bw')
+    triad = rows['triad_bw']
     assert triad['check_perf_value'] == 12369.6
-    assert triad['check_perf_ref'] == 665500
     assert triad['check_perf_result'] == 'fail'
+    assert triad['check_params']['method_differences'] == []
     assert 'azurehpc-health-checks' in triad['reference_source']
     assert triad['vm_sku'] == 'Standard_HB176rs_v4'
+
+
+def test_a_generated_input_the_tool_would_not_take_fails(slurm_sandbox,
+                                                         tmp_path):
+    # NB=100 is not what the recording ran: the stand-in refuses the
+    # HPL.dat, prints no HPL output, and the check fails on sanity.
+    result, _ = run_on_sandbox(
+        slurm_sandbox, tmp_path, 'hbv4', '-c', 'checks/cpu/hpl.py',
+        '-n', '^HplCheck$', '-S', 'n=3000', '-S', 'nb=100')
+    assert result.returncode != 0
+    assert 'sanity error: not an HPL output' in result.stdout + result.stderr
+    errors = list((tmp_path / 'rfm').rglob('rfm_job.err'))
+    assert any('HPL.dat asks NB=[100]' in path.read_text()
+               for path in errors)
 
 
 def test_a_missing_binary_fails_early_with_advice(slurm_sandbox, tmp_path):

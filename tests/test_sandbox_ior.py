@@ -50,7 +50,15 @@ def test_ior_on_sandbox_slurm(partition, slurm_sandbox, fake_azure,
         assert row['check_partition'] == partition
         assert row['vm_sku'] == 'Standard_HB176rs_v4'
         assert row['check_jobid'].isdigit()      # a real Slurm job id
-        assert row['check_num_tasks'] == 2
+        # two nodes, as many tasks as cores (2) up to 8 per node; -C makes
+        # each node read what the other wrote, past its page cache
+        assert row['check_num_tasks'] == 4
+        params = row['check_params']
+        assert params['page_cache_defeat'].startswith('reads of another node')
+        # 1.5 x the partition's 1 GiB per node, 2 MiB blocks, 2 tasks
+        assert params['segments'] == 384
+        assert params['stonewall_seconds'] == 300
+        assert params['size_profile'] == 'full'
     if partition == 'hbv4':
         # The job records its nodes (ReFrame's first sacct poll may hold
         # only the first one): the rows name both, as accounting does.

@@ -7,11 +7,12 @@ import reframe.utility.typecheck as typ
 from .job_nodes import JobNodes
 from .parsed_output import ParsedOutput
 from .sku_references import SkuReferences
+from .time_limit import TimeLimited
 from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool, JobNodes):
+                    ExternalTool, JobNodes, TimeLimited):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

@@ -1,5 +1,22 @@
-"""How many nodes, ranks and threads an MPI check asks for."""
+"""How many nodes, ranks and threads an MPI check asks for, and how its
+ranks are pinned to cores."""
 import reframe as rfm
+import reframe.utility.typecheck as typ
+
+
+def binding_options(launcher: str, threads_per_task: int) -> list[str]:
+    """Launcher options that pin each rank to its own core(s); [] for a
+    launcher whose flags we do not know (the row then says so)."""
+    if launcher == 'srun':
+        # with --cpus-per-task, 'cores' pins each rank to its own cores
+        return ['--cpu-bind=cores']
+    if launcher in ('mpirun', 'mpiexec'):
+        # Open MPI's spelling (HPC-X and Debian's mpirun are Open MPI)
+        if threads_per_task > 1:
+            return ['--map-by', f'slot:PE={threads_per_task}',
+                    '--bind-to', 'core']
+        return ['--bind-to', 'core']
+    return []
 
 
 class NodeLayout(rfm.RegressionTestPlugin):
@@ -8,6 +25,11 @@ class NodeLayout(rfm.RegressionTestPlugin):
     tasks_per_node = variable(int, value=0)
     #: CPUs (OpenMP threads) per rank
     threads_per_task = variable(int, value=1)
+    #: Pin every rank to its core(s) through the launcher (compute-bound
+    #: checks such as HPL set this; a floating rank loses whole iterations).
+    bind_ranks = variable(typ.Bool, value=False)
+    #: The launcher options that did the pinning (recorded with the result)
+    rank_binding = variable(str, value='')
 
     def ranks_per_node(self) -> int:
         return (self.tasks_per_node or
@@ -19,3 +41,13 @@ class NodeLayout(rfm.RegressionTestPlugin):
         self.num_tasks = self.num_nodes * self.num_tasks_per_node
         if self.threads_per_task > 1:
             self.num_cpus_per_task = self.threads_per_task
+
+    @run_before('run')
+    def _bind_ranks(self):
+        if not self.bind_ranks:
+            return
+        options = binding_options(self.job.launcher.registered_name,
+                                  self.threads_per_task)
+        for option in options:
+            self.job.launcher.options.append(option)
+        self.rank_binding = ' '.join(options) or 'launcher default'

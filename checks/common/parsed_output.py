@@ -43,6 +43,11 @@ class ParsedOutput(rfm.RegressionTestPlugin):
     #: Metric name -> unit; each becomes a performance variable.
     perf_metrics = variable(typ.Dict[str, str], value={})
 
+    #: The parses of this run's output files, made once each (file and
+    #: parser options -> ParseResult); not logged.
+    parse_results = variable(typ.Dict[str, object], value={},
+                             loggable=False)
+
     def _stage_path(self, name: str) -> str:
         return os.path.join(self.stagedir, name)
 
@@ -57,11 +62,10 @@ class ParsedOutput(rfm.RegressionTestPlugin):
     def parse_file(self, path: str, **options) -> parsers.ParseResult:
         """Parse one output file of this test, once per run; a missing file
         is a failure."""
-        cache = self.__dict__.setdefault('_clusterproof_parsed', {})
-        key = (path, repr(sorted(options.items())))
-        if key not in cache:
-            cache[key] = self._parse_file_now(path, options)
-        return cache[key]
+        key = f'{path} {sorted(options.items())!r}'
+        if key not in self.parse_results:
+            self.parse_results[key] = self._parse_file_now(path, options)
+        return self.parse_results[key]
 
     def _parse_file_now(self, path: str, options: dict):
         if not os.path.isfile(path):

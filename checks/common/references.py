@@ -87,13 +87,16 @@ def load_family(family: str) -> dict:
     return _load_family(family, tuple(_search_dirs()))
 
 
-def _entry_for_sku(data: dict, sku: str) -> dict:
-    """Exact SKU key first, then the first fnmatch pattern that matches."""
-    if sku in data:
-        return data[sku]
+def _entry_for_sku(data: dict, sku: str, key: str) -> dict:
+    """The SKU's ``key`` entry: from the exact SKU key if it has one, else
+    from the first fnmatch pattern that matches and has one (so a file can
+    give one size its own CPU figures and a whole family its network ones)."""
+    if key in data.get(sku, {}):
+        return data[sku][key]
     for pattern, entry in data.items():
-        if pattern != 'sources' and fnmatch.fnmatchcase(sku, pattern):
-            return entry
+        if (pattern != 'sources' and isinstance(entry, dict) and key in entry
+                and fnmatch.fnmatchcase(sku, pattern)):
+            return entry[key]
     return {}
 
 
@@ -101,9 +104,11 @@ def lookup(family: str, key: str, vm_sku: str | None) -> dict[str, Reference]:
     """The references of one check (``key``) on one SKU, by metric name."""
     data = load_family(family)
     sources = data.get('sources', {})
-    entry = _entry_for_sku(data, short_sku(vm_sku)).get(key, {})
+    entry = _entry_for_sku(data, short_sku(vm_sku), key)
     refs = {}
     for metric, spec in entry.items():
+        if metric == METHOD_KEY:
+            continue
         source = spec.get('source', '')
         refs[metric] = Reference(
             value=float(spec['value']),
@@ -113,6 +118,24 @@ def lookup(family: str, key: str, vm_sku: str | None) -> dict[str, Reference]:
             source=sources.get(source, source),
         )
     return refs
+
+
+#: Entry beside the metrics that says how the reference values were
+#: measured (array size, threads, placement, build...): a run is judged
+#: against them only when it was measured the same way.
+METHOD_KEY = 'method'
+
+
+def lookup_method(family: str, key: str, vm_sku: str | None) -> dict:
+    """How the references of one check on one SKU were measured ({} when
+    the data does not say), with its source spelled out."""
+    data = load_family(family)
+    entry = _entry_for_sku(data, short_sku(vm_sku), key)
+    method = dict(entry.get(METHOD_KEY) or {})
+    if 'source' in method:
+        method['source'] = data.get('sources', {}).get(method['source'],
+                                                       method['source'])
+    return method
 
 
 PEAKS_FAMILY = 'peaks'
@@ -125,7 +148,7 @@ def lookup_peaks(family: str, vm_sku: str | None) -> dict[str, Peak]:
         return {}
     data = load_family(PEAKS_FAMILY)
     sources = data.get('sources', {})
-    entry = _entry_for_sku(data, short_sku(vm_sku)).get(family, {})
+    entry = _entry_for_sku(data, short_sku(vm_sku), family)
     peaks = {}
     for metric, spec in entry.items():
         source = spec.get('source', '')

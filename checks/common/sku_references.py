@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 
 from . import references
 
@@ -13,6 +14,15 @@ class SkuReferences(rfm.RegressionTestPlugin):
     #: Entry under each SKU in that file
     reference_key = variable(str, value='')
 
+    #: Why this run must not be judged (another method than the reference's,
+    #: a smoke size...): any reason keeps the references without thresholds,
+    #: so the rows say 'informational'. Set before the performance stage.
+    no_verdict_reasons = variable(typ.List[str], value=[])
+
+    #: Metrics that add up the work of all the test's nodes (HPL Gflops):
+    #: their per-node peak is multiplied by the test's num_nodes.
+    peaks_scale_with_nodes = variable(typ.List[str], value=[])
+
     def vm_sku(self) -> str:
         return self.current_partition.extras.get('vm_sku', '')
 
@@ -21,9 +31,16 @@ class SkuReferences(rfm.RegressionTestPlugin):
         if not self.reference_family:
             return
         peaks = references.lookup_peaks(self.reference_family, self.vm_sku())
-        self.metric_peaks = {name: peak.value for name, peak in peaks.items()}
-        self.peak_sources = {name: peak.describe()
-                             for name, peak in peaks.items()}
+        nodes = getattr(self, 'num_nodes', 1)
+        scaled = {name for name in peaks
+                  if name in self.peaks_scale_with_nodes and nodes > 1}
+        self.metric_peaks = {
+            name: peak.value * (nodes if name in scaled else 1)
+            for name, peak in peaks.items()}
+        self.peak_sources = {
+            name: peak.describe() + (f'; x {nodes} nodes'
+                                     if name in scaled else '')
+            for name, peak in peaks.items()}
         found = references.lookup(self.reference_family,
                                   self.reference_key or self.reference_family,
                                   self.vm_sku())
@@ -35,6 +52,9 @@ class SkuReferences(rfm.RegressionTestPlugin):
         table = dict(self.reference.get(target, {}))
         for name, ref in found.items():
             table.setdefault(name, ref.as_reframe())
+        if self.no_verdict_reasons:
+            table = {name: (ref[0], None, None, ref[3])
+                     for name, ref in table.items()}
         self.reference = {**self.reference, target: table}
 
     def merge_references(self, entries: dict, sources: dict) -> None:

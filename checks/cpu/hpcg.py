@@ -9,6 +9,7 @@ import reframe as rfm
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackHpcg
 from ..common.layout import NodeLayout
+from ..common.size_profile import SizeProfile
 
 HINT = ('Spack: spack install hpcg +openmp, then spack load hpcg (binary '
         'xhpcg); or build github.com/hpcg-benchmark/hpcg: mkdir build && cd '
@@ -17,6 +18,11 @@ HINT = ('Spack: spack install hpcg +openmp, then spack load hpcg (binary '
 
 # Official HPCG results need at least this many seconds of benchmark time.
 OFFICIAL_RUNTIME = 1800
+# Smoke size (the local system): a small grid for a few seconds.
+SMOKE_GRID = 16
+SMOKE_RUNTIME = 10
+# Set-up, reference run and validation before the timed phase, at most.
+SETUP_SECONDS = 300
 
 
 def hpcg_dat(nx: int, ny: int, nz: int, runtime: int) -> str:
@@ -26,7 +32,7 @@ def hpcg_dat(nx: int, ny: int, nz: int, runtime: int) -> str:
 
 
 @rfm.simple_test
-class HpcgCheck(BenchmarkTest, NodeLayout):
+class HpcgCheck(BenchmarkTest, NodeLayout, SizeProfile):
     descr = 'HPCG GFLOP/s rating of a VALID run, one MPI rank per core'
     tags = {'cpu', 'acceptance'}
     valid_systems = ['+cpu']
@@ -38,6 +44,8 @@ class HpcgCheck(BenchmarkTest, NodeLayout):
     reference_key = 'hpcg'
     tool_binary = 'xhpcg'
     tool_hint = HINT
+    peaks_scale_with_nodes = ['gflops']
+    bind_ranks = True
 
     #: Local grid of each rank (HPCG rounds each up to a multiple of 8)
     nx = variable(int, value=104)
@@ -46,12 +54,19 @@ class HpcgCheck(BenchmarkTest, NodeLayout):
     #: Seconds of benchmark time; an official run needs OFFICIAL_RUNTIME
     runtime = variable(int, value=60)
     recorded_variables = ['nx', 'ny', 'nz', 'runtime', 'num_nodes',
-                          'tasks_per_node', 'threads_per_task']
+                          'tasks_per_node', 'threads_per_task',
+                          'rank_binding', 'size_profile']
 
     @run_after('setup')
     def set_threads_and_checks(self):
         self.env_vars['OMP_NUM_THREADS'] = str(self.threads_per_task)
         self.parser_options = {'expected_processes': self.num_tasks}
+        if self.is_smoke():
+            self.nx = self.ny = self.nz = SMOKE_GRID
+            self.runtime = SMOKE_RUNTIME
+
+    def expected_seconds(self) -> float:
+        return self.runtime + SETUP_SECONDS
 
     @run_before('run')
     def set_input(self):

@@ -1,18 +1,26 @@
 """HPL: dense linear algebra rate (Gflops) on one or more nodes.
 
 The job writes its own HPL.dat: one problem whose N fills a fraction of the
-nodes' memory (or a given N), one NB, and the squarest P x Q grid of the
-MPI tasks. The run passes when every residual check says PASSED; the best
-row is the result, and its efficiency against the partition's peak is
-reported where the peak is known.
+nodes' memory (or a given N), one NB chosen for the BLAS the binary uses,
+and the squarest P x Q grid of the MPI tasks, each rank pinned to its core.
+The run passes when every residual check says PASSED and every result row
+is a problem the HPL.dat asked for; the best row is the result. Its
+efficiency is given against the SKU's FP64 Rpeak (checks/references/
+peaks.yaml) where one is known. On the local system the problem is a quick
+smoke size, recorded without a verdict.
 """
+import os
+
 import reframe as rfm
 import reframe.utility.sanity as sn
+from reframe.core.exceptions import SanityError
 
+from ..common import references
 from ..common.benchmark import BenchmarkTest
-from ..common.spack import FromSpack, SpackHpl
 from ..common.layout import NodeLayout
 from ..common.parsed_output import GUARD_PREFIX
+from ..common.size_profile import SizeProfile
+from ..common.spack import FromSpack, SpackHpl
 from . import hpl_input
 
 HINT = ('Spack: spack install hpl ^amdblis (AMD HB-series) or hpl '
@@ -20,15 +28,15 @@ HINT = ('Spack: spack install hpl ^amdblis (AMD HB-series) or hpl '
         'ships a prebuilt mp_linpack; Azure/woc-benchmarking apps/hpc/hpl '
         'has Azure\'s HB-series build and run scripts')
 
-
-def peak_gflops_per_node(extras: dict) -> float | None:
-    """The partition's published FP64 peak (Rpeak), None when unknown."""
-    peak = extras.get('peak_gflops_per_node')
-    return float(peak) if peak else None
+# A smoke problem takes seconds on a laptop core.
+SMOKE_N = 4000
+# Gflops per core assumed for the time limit where no peak is known:
+# below what a current core sustains, so the limit errs on the long side.
+ASSUMED_GFLOPS_PER_CORE = 10.0
 
 
 @rfm.simple_test
-class HplCheck(BenchmarkTest, NodeLayout):
+class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
     descr = 'HPL Gflops with a generated HPL.dat, residual checks PASSED'
     tags = {'cpu', 'acceptance'}
     valid_systems = ['+cpu']
@@ -37,24 +45,57 @@ class HplCheck(BenchmarkTest, NodeLayout):
     perf_metrics = {'gflops': 'Gflops'}
     reference_family = 'hpl'
     reference_key = 'hpl'
+    peaks_scale_with_nodes = ['gflops']
     tool_binary = 'xhpl'
     tool_hint = HINT
+    bind_ranks = True
 
     #: Matrix order; 0 = the largest multiple of nb that fills
     #: memory_fraction of the nodes' memory (MemTotal, read on the node).
     n = variable(int, value=0)
-    nb = variable(int, value=256)
+    #: Block size; 0 = the usual one for blas_family
+    nb = variable(int, value=0)
+    #: BLAS the xhpl binary links: mkl, aocl, blis, openblas ('' = the
+    #: partition's extras['blas_family'], else a generic NB)
+    blas_family = variable(str, value='')
     memory_fraction = variable(float, value=0.8)
-    recorded_variables = ['n', 'nb', 'memory_fraction', 'num_nodes',
-                          'tasks_per_node', 'threads_per_task']
+    recorded_variables = ['n', 'nb', 'blas_family', 'memory_fraction',
+                          'num_nodes', 'tasks_per_node', 'threads_per_task',
+                          'rank_binding', 'size_profile']
 
     @run_after('setup')
-    def set_threads_and_checks(self):
+    def set_sizes_and_checks(self):
         self.env_vars['OMP_NUM_THREADS'] = str(self.threads_per_task)
         self.parser_options = {'expected_tasks': self.num_tasks}
+        self.blas_family = (self.blas_family or
+                            self.partition_extra('blas_family', ''))
+        if not self.nb:
+            self.nb = hpl_input.block_size_for(self.blas_family)
+        if not self.n and self.is_smoke():
+            self.n = SMOKE_N - SMOKE_N % self.nb
 
     def grid(self) -> tuple[int, int]:
         return hpl_input.process_grid(self.num_tasks)
+
+    def planned_order(self) -> int:
+        """N as the job will size it (for the time limit)."""
+        if self.n:
+            return self.n
+        memory_gib = self.partition_extra('memory_gib', 0)
+        if not memory_gib:
+            return SMOKE_N
+        return hpl_input.problem_size(memory_gib * 2 ** 30 * self.num_nodes,
+                                      self.memory_fraction, self.nb)
+
+    def expected_seconds(self) -> float:
+        peaks = references.lookup_peaks(self.reference_family, self.vm_sku())
+        if 'gflops' in peaks:
+            rate = 0.5 * peaks['gflops'].value * self.num_nodes
+        else:
+            rate = ASSUMED_GFLOPS_PER_CORE * self.num_tasks * \
+                self.threads_per_task
+        return max(60.0, hpl_input.expected_seconds(self.planned_order(),
+                                                    rate))
 
     @run_before('run')
     def write_hpl_dat(self):
@@ -76,14 +117,32 @@ class HplCheck(BenchmarkTest, NodeLayout):
             f'echo "HPL.dat written: N=$N NB={self.nb} P={p} Q={q}"',
         ]
 
+    @sn.deferrable
+    def _assert_rows_match_hpl_dat(self):
+        path = os.path.join(self.stagedir, 'HPL.dat')
+        if not os.path.isfile(path):
+            raise SanityError('HPL.dat was not written by the job')
+        with open(path) as fp:
+            asked = hpl_input.read_hpl_dat(fp.read())
+        wrong = hpl_input.rows_not_asked_for(
+            self.parsed().details.get('rows', []), asked)
+        if wrong:
+            raise SanityError('HPL ran another problem than its HPL.dat: '
+                              + '; '.join(wrong))
+        return True
+
+    @sanity_function
+    def assert_output_ok(self):
+        return sn.all([self._assert_parsed_ok(),
+                       self._assert_rows_match_hpl_dat()])
+
     @run_before('performance')
     def add_efficiency(self):
-        peak = peak_gflops_per_node(self.current_partition.extras)
+        peak = self.metric_peaks.get('gflops')
         if not peak:
             return
-        total = peak * self.num_nodes
         self.perf_variables['efficiency'] = sn.make_performance_function(
-            self.parsed_metric('gflops') * 100.0 / total, '%')
+            self.parsed_metric('gflops') * 100.0 / peak, '%')
 
 
 @rfm.simple_test

@@ -84,3 +84,58 @@ def hpl_dat(n: int | str, nb: int, p: int, q: int,
     ]
     return ''.join(f'{value:<14}{comment}'.rstrip() + '\n'
                    for value, comment in lines)
+
+
+#: A starting NB per BLAS family (the block size its DGEMM runs best at on
+#: current x86 cores); tune per site with -S nb=...
+NB_BY_BLAS = {
+    'mkl': 384,        # Intel MKL / mp_linpack on AVX-512
+    'aocl': 384,       # AMD AOCL-BLIS on Zen 4
+    'blis': 384,
+    'openblas': 256,
+}
+DEFAULT_NB = 256
+
+
+def block_size_for(blas_family: str) -> int:
+    return NB_BY_BLAS.get(blas_family.lower(), DEFAULT_NB)
+
+
+def _first_tokens(line: str, count: int) -> list[int]:
+    return [int(token) for token in line.split()[:count]]
+
+
+def read_hpl_dat(text: str) -> dict[str, list[int]]:
+    """The sizes and grids of an HPL.dat, read by line position as HPL
+    itself reads it. Raises ValueError for a file HPL would not accept."""
+    lines = text.splitlines()
+    if len(lines) < 12:
+        raise ValueError(f'HPL.dat has {len(lines)} lines, HPL needs at '
+                         'least 31')
+    try:
+        ns = _first_tokens(lines[5], int(lines[4].split()[0]))
+        nbs = _first_tokens(lines[7], int(lines[6].split()[0]))
+        grids = int(lines[9].split()[0])
+        ps = _first_tokens(lines[10], grids)
+        qs = _first_tokens(lines[11], grids)
+    except (ValueError, IndexError) as error:
+        raise ValueError(f'HPL.dat is malformed: {error}') from None
+    return {'n': ns, 'nb': nbs, 'p': ps, 'q': qs}
+
+
+def rows_not_asked_for(rows: list[dict], asked: dict[str, list[int]]) \
+        -> list[str]:
+    """Result rows whose N, NB, P or Q is not one the HPL.dat asked for
+    (an old HPL.dat in the way, a binary that ignores its input...)."""
+    found = []
+    for row in rows:
+        for key in ('n', 'nb', 'p', 'q'):
+            if row[key] not in asked[key]:
+                found.append(f"{key.upper()}={row[key]} (HPL.dat: "
+                             f"{', '.join(map(str, asked[key]))})")
+    return found
+
+
+def expected_seconds(n: int, gflops: float) -> float:
+    """Time of one HPL solve of order ``n`` at ``gflops``."""
+    return (2 / 3 * n ** 3 + 2 * n ** 2) / (gflops * 1e9)

@@ -1,20 +1,31 @@
 """STREAM: sustainable memory bandwidth of a node (OpenMP) or of several
 nodes together (MPI), as the best rate of Copy, Scale, Add and Triad.
 
-STREAM's array size is fixed when it is compiled, so the binary must have
-been built for the node: each array at least four times the last-level
-cache (STREAM's own rule). Where the SKU's cache is published, a binary
-built too small fails with the size to rebuild with.
+A STREAM number depends on how it was measured: array size, compiler flags
+(non-temporal stores), thread count and placement. A run is judged against
+a SKU's reference only when it follows the reference's method (stream.yaml,
+``method``; see stream_method.py); the check then runs with the method's
+threads and placement, and the binary must have its array size. Any other
+run is recorded as informational, with its method in check_params.
+
+The project's own method (``-S follow_reference_method=false``, and SKUs
+whose reference names no method): one thread per core, OMP_PLACES=cores,
+and each array at least four times the last-level cache (STREAM's rule);
+where the SKU's cache is published, a binary built too small fails with the
+size to rebuild with.
 """
 import fnmatch
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.backends import getlauncher
 
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackStream
 from ..common.layout import NodeLayout
+from ..common import references
 from ..common.references import short_sku
+from . import stream_method
 
 BYTES_PER_ELEMENT = 8
 
@@ -39,7 +50,9 @@ HINT = ('Spack: spack install stream +openmp stream_array_size=N, then '
         '-DSTREAM_ARRAY_SIZE=N stream.c -o stream_c.exe, with N elements '
         'per array at least 4x the node\'s last-level cache in 8-byte words '
         '(100000000 is safe below 200 MB of cache); HBv5: Azure/'
-        'woc-benchmarking apps/hpc/stream builds AMD\'s zen STREAM')
+        'woc-benchmarking apps/hpc/stream builds AMD\'s zen STREAM. To be '
+        'judged against a SKU\'s reference, build it as the reference\'s '
+        'method says (checks/references/stream.yaml, method.build)')
 
 MPI_HINT = ('build Versions/stream_mpi.c of github.com/jeffhammond/STREAM: '
             'mpicc -O3 -fopenmp -DSTREAM_ARRAY_SIZE=N stream_mpi.c -o '
@@ -73,11 +86,25 @@ class StreamBase(BenchmarkTest):
                     'triad_bw': 'MB/s'}
     reference_family = 'stream'
     reference_key = 'stream'
+    expected_runtime_s = 120
 
     #: Elements per array (for MPI: of the whole array) the binary must
     #: have been built with at least; 0 = from the SKU's published cache
-    #: size, no minimum where none is published.
+    #: size, no minimum where none is published. Only for the project's own
+    #: method: a reference's method names its array size itself.
     array_size = variable(int, value=0)
+    #: Run the way the SKU's reference was measured (its threads and OpenMP
+    #: placement) where the reference data says how; False = the project's
+    #: own method (every core, OMP_PLACES=cores, arrays >= 4x the L3).
+    follow_reference_method = variable(typ.Bool, value=True)
+    #: How the binary was built, as you know it (recorded with the result).
+    stream_build = variable(str, value='')
+
+    #: Filled by the check: how the reference was measured, how this run
+    #: was, and how they differ (empty: the run may be judged).
+    reference_method = variable(typ.Dict[str, object], value={})
+    measured_method = variable(typ.Dict[str, object], value={})
+    method_differences = variable(typ.List[str], value=[])
 
     def required_array_size(self, nodes: int = 1) -> int | None:
         if self.array_size:
@@ -89,31 +116,59 @@ class StreamBase(BenchmarkTest):
         return {'OMP_NUM_THREADS': str(threads), 'OMP_PROC_BIND': 'true',
                 'OMP_PLACES': 'cores'}
 
+    def sku_method(self) -> dict:
+        return references.lookup_method(self.reference_family,
+                                        self.reference_key, self.vm_sku())
+
+    @run_after('sanity')
+    def judge_only_the_same_method(self):
+        """A run measured another way than the reference is shown beside it
+        without a verdict."""
+        result = self.parsed()
+        self.measured_method = stream_method.run_method(
+            result.details, self.env_vars, self.stream_build)
+        self.method_differences = stream_method.differences(
+            self.reference_method, self.measured_method)
+        if self.method_differences:
+            self.no_verdict_reasons = [*self.no_verdict_reasons,
+                                       'method differs from the reference\'s']
+
 
 @rfm.simple_test
 class StreamCheck(StreamBase):
-    descr = 'STREAM memory bandwidth of one node, one OpenMP thread per core'
+    descr = 'STREAM memory bandwidth of one node (OpenMP)'
     tags = {'cpu', 'daily', 'acceptance'}
     # One process: no MPI environment needed, and one run per partition
     valid_prog_environs = ['builtin']
     tool_binary = 'stream_c.exe'
     tool_hint = HINT
 
-    #: OpenMP threads; 0 = the partition's cores_per_node
+    #: OpenMP threads; 0 = the reference's method, else cores_per_node
     num_threads = variable(int, value=0)
-    recorded_variables = ['array_size', 'num_threads']
+    recorded_variables = ['array_size', 'num_threads', 'stream_build',
+                          'follow_reference_method', 'measured_method',
+                          'method_differences']
 
     @run_after('setup')
     def set_threads(self):
+        cores = self.partition_extra('cores_per_node', 1)
+        # Compared with the run in any case; followed only when asked.
+        self.reference_method = self.sku_method()
+        method = (self.reference_method if self.follow_reference_method
+                  else {})
         if not self.num_threads:
-            self.num_threads = self.partition_extra('cores_per_node', 1)
+            self.num_threads = method.get('threads') or cores
         self.num_tasks = 1
-        self.num_cpus_per_task = self.num_threads
+        # The process owns the node; OMP_PLACES says where threads go.
+        self.num_cpus_per_task = max(cores, self.num_threads)
         self.env_vars.update(self.openmp_env(self.num_threads))
-        self.parser_options = {
-            'expected_threads': self.num_threads,
-            'min_array_elements': self.required_array_size(),
-        }
+        self.env_vars.update({name: str(value) for name, value in
+                              (method.get('env') or {}).items()})
+        # The 4x-cache rule is the project's own method; a reference's
+        # method names its own array size.
+        minimum = None if method else self.required_array_size()
+        self.parser_options = {'expected_threads': self.num_threads,
+                               'min_array_elements': minimum}
 
     @run_before('run')
     def run_as_one_process(self):
@@ -133,7 +188,8 @@ class StreamMpiCheck(StreamBase, NodeLayout):
     tool_hint = MPI_HINT
 
     recorded_variables = ['array_size', 'num_nodes', 'tasks_per_node',
-                          'threads_per_task']
+                          'threads_per_task', 'measured_method',
+                          'method_differences']
 
     @run_after('setup')
     def set_threads_and_checks(self):

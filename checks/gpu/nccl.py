@@ -55,6 +55,7 @@ class NcclBase(BenchmarkTest):
                     'busbw_inplace': 'GB/s', 'latency_small': 'us'}
     valid_systems = ['+gpu']
     tags = {'gpu', 'network', 'acceptance'}
+    expected_runtime_s = 300   # a sweep to 8-16 GiB on 8-16 GPUs
 
     collective = parameter(COLLECTIVES)
     #: '' = <collective>_perf, looked up in nccl_tests_dir, then PATH

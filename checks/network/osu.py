@@ -30,6 +30,7 @@ class OsuBase(BenchmarkTest, NodeLayout):
 
     parser_tool = 'osu'
     reference_family = 'osu'
+    expected_runtime_s = 120   # one OMB sweep between two nodes
     tool_hint = ('Azure HPC images: module load mpi/hpcx (HPC-X ships OMB '
                  'in $HPCX_OSU_DIR and $HPCX_OSU_CUDA_DIR); Spack: spack '
                  'install osu-micro-benchmarks (+cuda for GPU buffers), then '

@@ -177,6 +177,7 @@ class PerftestBase(BenchmarkTest):
     tool_is_executable = False
     valid_prog_environs = ['builtin']  # no MPI: perftest talks TCP itself
     tags = {'network', 'acceptance'}
+    expected_runtime_s = 120   # per-HCA sweeps, one after the other
 
     benchmark = parameter(['ib_write_bw', 'ib_send_bw', 'ib_send_lat'])
     #: '' = the benchmark's name on PATH (after perftest_dir)

@@ -7,8 +7,9 @@ clocks the wrong way round: every phase but "Topology check" prints
 negative (``Copy phase: -0.956176``), its size is right. Phase times are
 therefore read as magnitudes; the signed values stay in ``details``.
 
-Metrics: ``bandwidth`` (the "Copy complete" line: mpi_stage's own MB/s,
-computed as bytes / 2^20 / s, from the end of pre-validation), ``total_time``
+Metrics: ``bandwidth`` in MiB/s (the "Copy complete" line: mpi_stage
+labels it MB/s but computes bytes / 2^20 / s, from the end of
+pre-validation), ``total_time``
 and ``copy_time`` (s). A no-copy run (every node already holds the file)
 has no bandwidth: it succeeds with ``details['copied'] = False``.
 """
@@ -113,7 +114,7 @@ def parse(text: str):
         'copy_time': Metric(abs(timings['copy_phase']), 's'),
     }
     if complete:
-        metrics['bandwidth'] = Metric(to_float(complete[1]), 'MB/s')
+        metrics['bandwidth'] = Metric(to_float(complete[1]), 'MiB/s')
     else:
         details['skipped'] = ('no copy: every node already holds the file '
                               '(pre-validation matched)')

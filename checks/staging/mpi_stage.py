@@ -5,6 +5,11 @@ The job runs mpi_stage twice: first with --overwrite (a real copy, whatever
 the nodes hold), then as a job script would before every job: every node
 already holds the file, so it must finish in milliseconds without copying.
 mpi_stage writes everything to stderr; each run's goes to its own file.
+
+Launchers: srun, and Open MPI's mpirun/mpiexec (told to place one rank per
+node); the local launcher for a single-node run. The post-run commands (the
+no-copy run and the cleanup of every node's copy) use the same launch line
+and task count as the main run.
 """
 import os
 
@@ -14,9 +19,17 @@ from reframe.core.exceptions import SanityError
 
 from ..common.benchmark import BenchmarkTest
 from ..common.layout import NodeLayout
+from ..common.scratch import JOB_TAG_COMMAND, job_scratch_dir
 
 FIRST_RUN = 'first.err'
 SECOND_RUN = 'second.err'
+# Launcher -> options that place one rank on each node
+ONE_RANK_PER_NODE = {
+    'srun': [],                 # --ntasks-per-node=1 is in the job script
+    'mpirun': ['--map-by', 'ppr:1:node'],
+    'mpiexec': ['--map-by', 'ppr:1:node'],
+    'local': [],
+}
 
 
 @rfm.simple_test
@@ -28,10 +41,11 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
     tool_hint = ('build it: git clone https://github.com/edwardsp/mpi-stage '
                  '&& cd mpi-stage && make (needs mpicxx, e.g. module load '
                  'mpi/hpcx), then -S tool_binary=/path/to/mpi_stage')
-    perf_metrics = {'bandwidth': 'MB/s', 'copy_time': 's', 'total_time': 's'}
+    perf_metrics = {'bandwidth': 'MiB/s', 'copy_time': 's', 'total_time': 's'}
     reference_family = 'mpi_stage'
     reference_key = 'mpi_stage'
     tags = {'storage', 'acceptance'}
+    expected_runtime_s = 300
 
     # one rank per node: mpi_stage refuses more
     num_nodes = 2
@@ -55,21 +69,38 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
         self.skip_if(not self.partition_extra('local_nvme'),
                      'the partition declares no local_nvme (extras)')
 
-    def work_name(self) -> str:
-        return f'clusterproof-mpi-stage-{self.hashcode}'
+    def work_dir(self, base: str) -> str:
+        return job_scratch_dir(base, 'clusterproof-mpi-stage', self.hashcode)
 
     def source_path(self) -> str:
         if self.source_file:
             return self.source_file
         shared = self.partition_extra('shared_fs') or self.stagedir
-        return os.path.join(shared, self.work_name(), 'source.bin')
+        return os.path.join(self.work_dir(shared), 'source.bin')
 
     def dest_dir(self) -> str:
-        return os.path.join(self.partition_extra('local_nvme'),
-                            self.work_name())
+        return self.work_dir(self.partition_extra('local_nvme'))
+
+    def launch_line(self) -> str:
+        """The launcher as the main run gets it: the job's task layout is
+        copied first, since ReFrame sets it only when the job starts."""
+        launcher = self.job.launcher.registered_name
+        for option in ONE_RANK_PER_NODE[launcher]:
+            self.job.launcher.options.append(option)
+        self.job.num_tasks = self.num_tasks
+        self.job.num_tasks_per_node = self.num_tasks_per_node
+        return ' '.join(self.job.launcher.run_command(self.job).split())
+
+    @run_before('run')
+    def supported_launcher(self):
+        launcher = self.job.launcher.registered_name
+        self.skip_if(launcher not in ONE_RANK_PER_NODE,
+                     f'launcher {launcher} is not supported: mpi-stage needs '
+                     'one rank per node (srun, Open MPI mpirun or mpiexec)')
 
     @run_before('run')
     def set_command_line(self):
+        self.prerun_cmds.append(JOB_TAG_COMMAND)
         source = self.source_path()
         dest = os.path.join(self.dest_dir(), os.path.basename(source))
         stage = [self.tool_binary, '--source', source, '--dest', dest,
@@ -82,7 +113,7 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
             ]
         # First run: a real copy even where an old copy lies around.
         self.executable_opts = stage[1:] + ['--overwrite', '2>', FIRST_RUN]
-        launch = ' '.join(self.job.launcher.run_command(self.job).split())
+        launch = self.launch_line()
         self.postrun_cmds += [
             f'{launch} {" ".join(stage)} 2> {SECOND_RUN}',
             # one rank per node: clean every node's local copy

@@ -1,15 +1,66 @@
-"""IOR: shared-filesystem write and read bandwidth."""
-import os
+"""IOR: shared-filesystem write and read bandwidth.
+
+What IOR measures is easily the page cache rather than the filesystem: a
+task that reads back the file it has just written reads memory. So by
+default every node's tasks read what another node wrote (``-C``, two nodes
+or more), every file is fsync'ed before the write phase ends (``-e``), and
+each node writes more than its memory could cache (sized from the
+partition's ``memory_gib``), with the write phase cut at
+``stonewall_seconds`` (``-D``, as in the ReFrame + Log Analytics post) and
+the read phase reading back what was written (``-O stoneWallingWearOut=1``).
+O_DIRECT (``-S direct_io=true``) is the other way to defeat the cache on
+one node. A run whose read may come from the page cache (one node, no
+O_DIRECT) is recorded without a verdict. On the local system it is a quick
+smoke run.
+"""
+import math
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
 from ..common.benchmark import BenchmarkTest
 from ..common.layout import NodeLayout
+from ..common.scratch import JOB_TAG_COMMAND, job_scratch_dir
+from ..common.size_profile import SizeProfile
 from ..common.spack import FromSpack, SpackIor
 
+MIB = 2 ** 20
+_UNITS = {'': 1, 'k': 2 ** 10, 'm': MIB, 'g': 2 ** 30, 't': 2 ** 40}
+#: Tasks per node by default (no more than the node's cores)
+DEFAULT_TASKS_PER_NODE = 8
+#: Each node writes this many times its memory (before stonewalling)
+MEMORY_MULTIPLE = 1.5
+SMOKE_SEGMENTS = 16
 
-class IorBase(BenchmarkTest, NodeLayout):
+
+def size_bytes(text: str) -> int:
+    """IOR's size syntax: '2M' -> 2097152 (k, m, g, t are powers of 2)."""
+    number, unit = text[:-1], text[-1:].lower()
+    if unit.isdigit():
+        number, unit = text, ''
+    if unit not in _UNITS or not number.isdigit():
+        raise ValueError(f'not an IOR size: {text!r}')
+    return int(number) * _UNITS[unit]
+
+
+def segments_beyond_memory(memory_gib: float, tasks_per_node: int,
+                           block_size: str) -> int:
+    """Segments per task so that a node's tasks write MEMORY_MULTIPLE
+    times its memory."""
+    per_task = MEMORY_MULTIPLE * memory_gib * 2 ** 30 / tasks_per_node
+    return max(1, math.ceil(per_task / size_bytes(block_size)))
+
+
+def cache_defeat(num_nodes: int, direct_io: bool) -> str:
+    """How the run keeps the page cache out of the read ('' = it does not)."""
+    if direct_io:
+        return 'O_DIRECT'
+    if num_nodes > 1:
+        return 'reads of another node\'s data (-C), fsync (-e)'
+    return ''
+
+
+class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
     """Write then read a file per process (or one shared file) with POSIX
     or MPI-IO; bandwidth is the *Mean* of IOR's summary rows."""
 
@@ -26,38 +77,79 @@ class IorBase(BenchmarkTest, NodeLayout):
     api = variable(str, value='POSIX')
     block_size = variable(str, value='2M')
     transfer_size = variable(str, value='2M')
-    segments = variable(int, value=16)
-    file_per_process = variable(bool, value=True)
+    #: Segments per task; 0 = enough to write MEMORY_MULTIPLE x the node's
+    #: memory (SMOKE_SEGMENTS on the local system or without memory_gib)
+    segments = variable(int, value=0)
+    file_per_process = variable(typ.Bool, value=True)
+    #: Open files with O_DIRECT (POSIX API; IOR 3.3 or later)
+    direct_io = variable(typ.Bool, value=False)
     #: Stop each phase after this many seconds (IOR -D); 0 = run it all.
-    stonewall_seconds = variable(int, value=0)
-    #: Directory for the test file: '' = the partition's extras['shared_fs'],
+    stonewall_seconds = variable(int, value=300)
+    #: Directory for the test files: '' = the partition's extras['shared_fs'],
     #: or the stage directory where the partition declares none.
     test_dir = variable(str, value='')
-    tasks_per_node = 1
+    num_nodes = 2
     extra_options = variable(typ.List[str], value=[])
+    #: How the page cache is kept out (filled by the check)
+    page_cache_defeat = variable(str, value='')
     recorded_variables = ['api', 'block_size', 'transfer_size', 'segments',
-                          'file_per_process', 'num_nodes', 'tasks_per_node']
+                          'file_per_process', 'direct_io',
+                          'stonewall_seconds', 'num_nodes', 'tasks_per_node',
+                          'page_cache_defeat', 'size_profile']
 
-    def test_file(self) -> str:
+    def ranks_per_node(self) -> int:
+        cores = self.partition_extra('cores_per_node', 1)
+        return self.tasks_per_node or min(DEFAULT_TASKS_PER_NODE, cores)
+
+    @run_after('setup')
+    def size_the_run(self):
+        if self.is_smoke():
+            self.num_nodes = 1
+            self.num_tasks = self.num_tasks_per_node = 1
+            self.stonewall_seconds = 0
+        memory_gib = self.partition_extra('memory_gib')
+        if not self.segments:
+            self.segments = (
+                SMOKE_SEGMENTS if self.is_smoke() or not memory_gib else
+                segments_beyond_memory(memory_gib, self.num_tasks_per_node,
+                                       self.block_size))
+        self.page_cache_defeat = cache_defeat(self.num_nodes, self.direct_io)
+        if not self.page_cache_defeat:
+            self.no_verdict_reasons = [
+                *self.no_verdict_reasons,
+                'one node without O_DIRECT: the read may come from the page '
+                'cache']
+
+    def expected_seconds(self) -> float:
+        if self.stonewall_seconds:
+            return 2 * self.stonewall_seconds + 120
+        return 600
+
+    def scratch_dir(self) -> str:
         base = (self.test_dir or self.partition_extra('shared_fs')
                 or self.stagedir)
-        return os.path.join(base, f'clusterproof-ior-{self.hashcode}',
-                            'test.bin')
+        return job_scratch_dir(base, 'clusterproof-ior', self.hashcode)
 
     @run_before('run')
     def set_command_line(self):
-        directory = os.path.dirname(self.test_file())
-        self.prerun_cmds += [f'mkdir -p {directory}']
-        self.postrun_cmds += [f'rm -rf {directory}']
+        directory = self.scratch_dir()
+        self.prerun_cmds += [JOB_TAG_COMMAND, f'mkdir -p "{directory}"']
+        self.postrun_cmds += [f'rm -rf "{directory}"']
         options = ['-a', self.api, '-w', '-r', '-C', '-e', '-g',
                    '-b', self.block_size, '-t', self.transfer_size,
                    '-s', str(self.segments)]
         if self.file_per_process:
             options.append('-F')
+        if self.direct_io:
+            options.append('--posix.odirect')
         if self.stonewall_seconds:
-            options += ['-D', str(self.stonewall_seconds)]
+            # Wear-out: every task writes as many blocks as the fastest did
+            # by the deadline, and the read phase reads exactly those back
+            # (as IO500's ior-easy runs it).
+            options += ['-D', str(self.stonewall_seconds),
+                        '-O', 'stoneWallingWearOut=1']
         self.executable_opts = options + self.extra_options + [
-            '-o', self.test_file()]
+            '-o', f'{directory}/test.bin']
 
 
 @rfm.simple_test

@@ -39,28 +39,26 @@ SKUS = {
         'descr': 'HBv3: 120 AMD EPYC Milan-X cores, 200 Gb/s HDR InfiniBand',
         'extras': {'vm_sku': 'Standard_HB120rs_v3', 'cores_per_node': 120,
                    'numa_nodes': 4, 'memory_gib': 448, 'ib_hcas': _hcas(1),
-                   # Azure docs, "HBv3-series performance": 4 TF Rpeak
-                   # (FP64) for the 120-core size
-                   'peak_gflops_per_node': 4000},
+                   'blas_family': 'aocl'},
     },
     'hbv4': {
         'descr': 'HBv4: 176 AMD EPYC Genoa-X cores, 400 Gb/s NDR InfiniBand',
         'extras': {'vm_sku': 'Standard_HB176rs_v4', 'cores_per_node': 176,
-                   'numa_nodes': 4, 'memory_gib': 768, 'ib_hcas': _hcas(1)},
+                   'numa_nodes': 4, 'memory_gib': 768, 'ib_hcas': _hcas(1),
+                   'blas_family': 'aocl'},
     },
     'hbv5': {
         'descr': 'HBv5: 368 custom AMD EPYC Zen4 cores with HBM, '
                  '4 x 200 Gb/s NDR InfiniBand',
         'extras': {'vm_sku': 'Standard_HB368rs_v5', 'cores_per_node': 368,
                    'memory_gib': 432, 'ib_hcas': _hcas(4),
-                   # Azure docs, "HBv5-series performance": up to 16 TF
-                   # Rpeak (FP64) for the 368-core size
-                   'peak_gflops_per_node': 16000},
+                   'blas_family': 'aocl'},
     },
     'hx': {
         'descr': 'HX: 176 AMD EPYC Genoa-X cores, 1.4 TB memory, NDR',
         'extras': {'vm_sku': 'Standard_HX176rs', 'cores_per_node': 176,
-                   'numa_nodes': 4, 'memory_gib': 1408, 'ib_hcas': _hcas(1)},
+                   'numa_nodes': 4, 'memory_gib': 1408, 'ib_hcas': _hcas(1),
+                   'blas_family': 'aocl'},
     },
     'ndv4': {
         'descr': 'NDv4: 8 x A100 80GB, 8 x 200 Gb/s HDR InfiniBand',

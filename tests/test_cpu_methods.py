@@ -1,0 +1,87 @@
+"""Pure pieces of the CPU/storage methods: time limits, STREAM method
+comparison, size profiles, IOR sizing and cache defeat, scratch names."""
+import pytest
+
+from checks.common import scratch, size_profile, time_limit
+from checks.common.references import lookup_method
+from checks.cpu import stream_method
+from checks.storage import ior
+from tests.helpers import read_data
+
+
+def test_time_limit_is_factor_times_expected_plus_margin():
+    assert time_limit.limit_seconds(600, 3) == 600 * 3 + 300
+    assert time_limit.limit_seconds(61, 1) == 420     # rounded up to minutes
+    with pytest.raises(ValueError):
+        time_limit.limit_seconds(0, 3)
+
+
+def test_size_profile_auto_is_smoke_only_on_the_local_scheduler():
+    assert size_profile.resolve('auto', 'local') == 'smoke'
+    assert size_profile.resolve('auto', 'slurm') == 'full'
+    assert size_profile.resolve('full', 'local') == 'full'
+    with pytest.raises(ValueError):
+        size_profile.resolve('huge', 'slurm')
+
+
+def _replayed_stream_method(env):
+    from checks.parsers import stream
+    result = stream.parse(read_data('stream', 'stream_c_omp2_20M.out'))
+    return stream_method.run_method(result.details, env)
+
+
+def test_hbv4_reference_method_is_the_health_checks_run():
+    method = lookup_method('stream', 'stream', 'Standard_HB176rs_v4')
+    assert method['array_elements'] == 800_000_000
+    assert method['threads'] == 48
+    assert '-fnt-store=aggressive' in method['build']
+    assert 'azurehpc-health-checks' in method['source']
+    # constrained sizes are run another way: no method shipped
+    assert lookup_method('stream', 'stream', 'Standard_HB176-24rs_v4') == {}
+
+
+def test_a_run_with_another_method_is_not_judged():
+    reference = lookup_method('stream', 'stream', 'Standard_HB176rs_v4')
+    run = _replayed_stream_method({'OMP_NUM_THREADS': '2',
+                                   'OMP_PLACES': 'cores',
+                                   'OMP_PROC_BIND': 'true'})
+    assert run['array_elements'] == 20_000_000 and run['threads'] == 2
+    found = stream_method.differences(reference, run)
+    assert 'array size 20000000 (reference: 800000000)' in found
+    assert 'threads 2 (reference: 48)' in found
+    assert "OMP_PLACES differs from the reference's" in found
+
+
+def test_a_run_with_the_reference_method_may_be_judged():
+    reference = {'array_elements': 20_000_000, 'threads': 2,
+                 'env': {'OMP_PLACES': 'cores', 'OMP_PROC_BIND': 'true'}}
+    run = _replayed_stream_method({'OMP_NUM_THREADS': '2',
+                                   'OMP_PLACES': 'cores',
+                                   'OMP_PROC_BIND': 'true'})
+    assert stream_method.differences(reference, run) == []
+    assert stream_method.differences({}, run) == [
+        'the reference does not say how it was measured']
+
+
+def test_ior_writes_more_than_the_node_can_cache():
+    # HBv4: 768 GiB per node, 8 tasks, 2 MiB blocks -> 1.5 x 768 GiB
+    segments = ior.segments_beyond_memory(768, 8, '2M')
+    assert segments * 8 * 2 * 2 ** 20 >= 1.5 * 768 * 2 ** 30
+    assert ior.size_bytes('64k') == 65536 and ior.size_bytes('3') == 3
+    with pytest.raises(ValueError):
+        ior.size_bytes('2MB')
+
+
+def test_ior_cache_defeat():
+    assert ior.cache_defeat(2, False).startswith("reads of another node")
+    assert ior.cache_defeat(1, True) == 'O_DIRECT'
+    assert ior.cache_defeat(1, False) == ''
+
+
+def test_scratch_names_hold_session_test_and_job():
+    path = scratch.job_scratch_dir('/shared', 'clusterproof-ior', 'abc123')
+    assert path.startswith('/shared/clusterproof-ior-')
+    assert scratch.SESSION_TAG in path and 'abc123' in path
+    assert path.endswith('${CLUSTERPROOF_JOB_TAG}')
+    assert 'SLURM_JOB_ID' in scratch.JOB_TAG_COMMAND
+    assert 'PBS_JOBID' in scratch.JOB_TAG_COMMAND
