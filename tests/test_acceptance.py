@@ -280,6 +280,23 @@ def test_missing_tool_is_not_measured_and_never_drained(sandbox_env):
     assert {r['check_name'] for r in rows} == {'StreamCheck'}
 
 
+def test_a_job_that_can_never_start_is_given_up_not_measured(sandbox_env):
+    # The shipped HBv4 method asks for 48 threads: on the sandbox's 2-CPU
+    # nodes Slurm keeps such a job pending forever (PartitionConfig).
+    env = {k: v for k, v in sandbox_env.items()
+           if k != 'CLUSTERPROOF_REFERENCES'}
+    result, summary = acceptance(env, '--system', 'sandbox', '--partition',
+                                 'hbv4', *STREAM_ONLY, '--drain',
+                                 '--max-pending', '15s')
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert verdict_of(summary) == {n: 'not_measured' for n in NODES}
+    assert 'drained' not in result.stdout
+    assert 'the job never ran on the node' in result.stdout
+    queued = subprocess.run(['squeue', '-h', '-o', '%i'], capture_output=True,
+                            text=True).stdout.split()
+    assert queued == []
+
+
 def test_broken_scheduler_exits_2_and_drains_nothing(sandbox_env, tmp_path):
     # the controller unreachable: a client configuration with its port moved
     conf = open(sandbox_env['SLURM_CONF']).read()

@@ -62,9 +62,14 @@ class Selection:
     tags: list[str] = field(default_factory=list)
     excludes: list[str] = field(default_factory=list)
     extra: list[str] = field(default_factory=list)  # passed to ReFrame as is
+    #: A job still pending after this long is given up (not measured): a
+    #: job that can never start must not hold a nightly run forever.
+    max_pending: str | None = None
 
     def options(self) -> list[str]:
         options = []
+        if self.max_pending:
+            options += ['-S', f'max_pending_time={self.max_pending}']
         for path in self.checks:
             options += ['-c', path]
         for tag in self.tags:

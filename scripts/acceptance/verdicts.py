@@ -133,6 +133,10 @@ def _not_measured_reason(case: dict, skipped: dict[str, str]) -> str | None:
         return f'tool missing: {reason}'
     if case.get('fail_phase') not in MEASURED_PHASES:
         return f"failed before measuring ({case.get('fail_phase')}): {reason}"
+    if case.get('pinned_nodes') and not case.get('job_nodes'):
+        # Its first line records the nodes: the job script never started
+        # (still pending at --max-pending, cancelled, refused by Slurm).
+        return f'the job never ran on the node: {reason}'
     return None
 
 

@@ -54,6 +54,10 @@ def add_parser(subparsers):
     parser.add_argument('--max-drain', type=int, default=None, metavar='N',
                         help='drain nothing when more than N nodes are bad '
                              '(default: 10%% of the nodes, at least 1)')
+    parser.add_argument('--max-pending', default='2h', metavar='TIME',
+                        help="give up a job still pending after TIME (ReFrame "
+                             "duration, e.g. 30m, 4h; default 2h): its nodes "
+                             "are reported not measured; 'none' waits forever")
     parser.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_ARGS',
                         help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
@@ -73,7 +77,8 @@ def run(args) -> int:
     selection = plan.Selection(
         checks=args.checks or [str(session.REPO / 'checks')],
         tags=args.tag or [DEFAULT_TAG], excludes=args.exclude,
-        extra=args.reframe_args)
+        extra=args.reframe_args,
+        max_pending=None if args.max_pending == 'none' else args.max_pending)
     options = session.Options(
         selection=selection, system=args.system, partitions=args.partition,
         retries=args.retry_failed, drain=args.drain, dry_run=args.dry_run,
