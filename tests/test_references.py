@@ -5,7 +5,7 @@ from checks.common import references
 def test_peaks_come_from_a_site_file_with_their_source(tmp_path, monkeypatch):
     (tmp_path / 'peaks.yaml').write_text(
         'sources:\n  Spec: "vendor datasheet"\n'
-        'HB176*_v4:\n  stream:\n'
+        'HB176rs_v4:\n  stream:\n'
         '    triad_bw: {value: 921600, unit: MB/s, source: Spec,'
         ' derivation: "24 ch x 4800 MT/s x 8 B"}\n')
     monkeypatch.setenv(references.OVERRIDE_ENV, str(tmp_path))

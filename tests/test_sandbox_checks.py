@@ -202,7 +202,7 @@ def test_a_generated_input_the_tool_would_not_take_fails(slurm_sandbox,
         slurm_sandbox, tmp_path, 'hbv4', '-c', 'checks/cpu/hpl.py',
         '-n', '^HplCheck$', '-S', 'n=3000', '-S', 'nb=100')
     assert result.returncode != 0
-    assert 'sanity error: not an HPL output' in result.stdout + result.stderr
+    assert 'sanity error: not hpl output' in result.stdout + result.stderr
     errors = list((tmp_path / 'rfm').rglob('rfm_job.err'))
     assert any('HPL.dat asks NB=[100]' in path.read_text()
                for path in errors)
