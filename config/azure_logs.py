@@ -63,9 +63,14 @@ def workspace_settings() -> dict | None:
     workspace = os.environ.get('LOGS_WORKSPACE_ID', '').strip()
     if not workspace:
         return None
+    return {'workspace_id': workspace, 'endpoint': query_endpoint()}
+
+
+def query_endpoint() -> str:
+    """The Log Analytics query API (LOGS_QUERY_ENDPOINT for another cloud)."""
     endpoint = (os.environ.get('LOGS_QUERY_ENDPOINT', '').strip()
                 or DEFAULT_QUERY_ENDPOINT)
-    return {'workspace_id': workspace, 'endpoint': endpoint.rstrip('/')}
+    return endpoint.rstrip('/')
 
 
 def ingestion_url(endpoint: str, rule_id: str, stream: str) -> str:

@@ -4,15 +4,12 @@ service principal variables). LOGS_QUERY_ENDPOINT points at another cloud's
 Log Analytics API (default https://api.loganalytics.io)."""
 from __future__ import annotations
 
-import os
-
 from azure.core.exceptions import AzureError, HttpResponseError
 from azure.identity import DefaultAzureCredential
 from azure.monitor.query import LogsQueryClient, LogsQueryStatus
 
+from config.azure_logs import query_endpoint
 from scripts.query.result import QueryFailed, Result, plain
-
-DEFAULT_ENDPOINT = 'https://api.loganalytics.io'
 
 
 class CloudQueryError(QueryFailed):
@@ -22,9 +19,8 @@ class CloudQueryError(QueryFailed):
 def connect(credential=None) -> LogsQueryClient:
     """One client (and credential, which caches its token) for a session
     of queries."""
-    endpoint = os.environ.get('LOGS_QUERY_ENDPOINT') or DEFAULT_ENDPOINT
     return LogsQueryClient(credential or DefaultAzureCredential(),
-                           endpoint=endpoint)
+                           endpoint=query_endpoint())
 
 
 def run(client: LogsQueryClient, workspace_id: str, kql: str) -> Result:
