@@ -16,7 +16,7 @@ from pathlib import Path
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / 'bicep' / \
     'results_schema.json'
-DATA_VERSION = '1.0'
+DATA_VERSION = '2.0'
 # A LogRecord attribute holding its row, so every handler sends the same one
 ROW_ATTR = '_clusterproof_row'
 
