@@ -3,11 +3,11 @@
     reframe -C config/config.py -c checks -r
 
 merges one module per system family from config/systems/ and the logging of
-config/perflog.py. The system is chosen the ReFrame way: ``--system NAME``,
+config/results/perflog.py. The system is chosen the ReFrame way: ``--system NAME``,
 ``RFM_SYSTEM``, or the first system whose hostname patterns match this host;
 ``local`` (this machine, no scheduler) matches any host, so it comes last.
 """
-from . import perflog, store
+from .results import perflog, store
 from .systems import azure, local, pbs_example, sandbox
 
 # Order matters: the first hostname match wins and local matches anything.

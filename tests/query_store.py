@@ -21,7 +21,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from config import records
+from config.results import records
 
 NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
 DAYS = 7

@@ -2,12 +2,12 @@
 Ingestion endpoint, through real ReFrame running the real ior check (with a
 replay stand-in for the ior binary, which cannot be built here), real
 azure-identity (managed identity through IDENTITY_ENDPOINT/IDENTITY_HEADER)
-and the project's batching httpjson handler (config/live_push.py)."""
+and the project's batching httpjson handler (config/results/live_push.py)."""
 import os
 
 import pytest
 
-from config import records
+from config.results import records
 from tests.helpers import REPO, STANDINS, run_reframe, stored_rows
 
 AZURE_VARS = ('DATA_COLLECTION_ENDPOINT', 'LOGS_DCR_RULE_ID',

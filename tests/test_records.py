@@ -8,7 +8,7 @@ import math
 import pytest
 from reframe.core.exceptions import LoggingError
 
-from config import azure_logs, records
+from config.results import azure_logs, records
 
 
 def perf_record(**overrides):

@@ -9,7 +9,7 @@ import pytest
 import subprocess
 import time
 
-from config import records
+from config.results import records
 from tests.helpers import REPO, STANDINS, run_reframe, stored_rows
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from config import ledger, records, shipping
+from config.results import ledger, records, shipping
 
 
 def rows(count, padding=0):

@@ -5,7 +5,7 @@ import collections
 import datetime as dt
 import re
 
-from config import ledger, records, store
+from config.results import ledger, records, store
 from scripts.cli import main as cli
 from tests.reporting_helpers import (assert_no_token, run_sync, session_env,
                                      shipped_ids, stored_ids)

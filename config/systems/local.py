@@ -3,7 +3,7 @@ any host that no other system claims."""
 import os
 import shutil
 
-from .. import store
+from ..results import store
 
 
 def _root_mpi_env():

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config import azure_logs, store
+from config.results import azure_logs, store
 
 from . import plan, slurm, summary, verdicts
 

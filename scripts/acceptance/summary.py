@@ -6,7 +6,7 @@ import json
 import uuid
 from pathlib import Path
 
-from config import records, store
+from config.results import records, store
 
 from .verdicts import GOOD, NOT_MEASURED, Finding, NodeVerdict
 

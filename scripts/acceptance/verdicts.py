@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from config import records
+from config.results import records
 
 from .plan import scope_of
 from .slurm import is_usable

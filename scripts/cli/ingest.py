@@ -17,7 +17,7 @@ import uuid
 
 from checks import parsers
 from checks.common import references
-from config import records, store
+from config.results import records, store
 
 EXIT_USAGE = 2
 # Fixed namespace: the same content, place and metric give the same id forever.

@@ -5,7 +5,7 @@ import argparse
 import importlib
 import sys
 
-from config import store
+from config.results import store
 
 # Each module has add_parser(subparsers), which sets func=run.
 SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy', 'sync', 'query', 'report',

@@ -1,5 +1,5 @@
 """`clusterproof sync`: ship to Log Analytics every stored row it has not
-accepted yet (config/backlog.py does the work; this is the command line).
+accepted yet (config/results/backlog.py does the work; this is the command line).
 
 Exit 0 when everything is shipped, 1 when some rows are left (and why),
 2 on bad usage or when Azure is not configured.
@@ -59,7 +59,7 @@ def complain(message: str) -> None:
 
 
 def not_configured() -> int:
-    from config import store
+    from config.results import store
     complain('Azure Log Analytics is not configured: set '
              'DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID (and '
              'LOGS_DCR_STREAM_NAME if not Custom-ReFrameResults_CL), e.g. '
@@ -89,7 +89,7 @@ class Progress:
 
 
 def report(tally, stopped) -> int:
-    from config import shipping
+    from config.results import shipping
     line = (f'{tally.shipped} of {tally.offered} rows shipped in '
             f'{tally.calls} call(s)')
     if tally.failures:
@@ -109,7 +109,7 @@ def report(tally, stopped) -> int:
 def run(args) -> int:
     # Imported here: `clusterproof --help` and the other commands must not
     # need ReFrame or the Azure SDK.
-    from config import azure_logs, backlog
+    from config.results import azure_logs, backlog
     settings = azure_logs.settings()
     if settings is None:
         return not_configured()
@@ -141,7 +141,7 @@ def run(args) -> int:
 
 
 def _sync(args) -> int:
-    from config import backlog, verify
+    from config.results import backlog, verify
     found = backlog.find_backlog(args.session, args.since)
     for session in found.running:
         say(f'session {session} is still running; its live push ships it')
@@ -184,7 +184,7 @@ def _sync(args) -> int:
 
 
 def _missing_after_verify(args):
-    from config import backlog, verify
+    from config.results import backlog, verify
     acked = verify.acknowledged(args.min_age * 60, args.days)
     workspace = verify.default_workspace()
     try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import duckdb_kql
 
-from config import records, store
+from config.results import records, store
 from scripts.query.result import QueryFailed, Result, plain
 
 # Kusto column type -> the DuckDB type that duckdb-kql reads back as it.

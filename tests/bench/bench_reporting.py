@@ -75,7 +75,7 @@ def run_session(name, config, fake, work: Path, tests, metrics, azure=True):
 
 
 def stored_backlog(home: Path, count: int):
-    from config import records, store
+    from config.results import records, store
     session = store.SessionFile('20261130T000000Z-bench000', home / 'results')
     for index in range(count):
         session.append(records.make_row({
@@ -87,7 +87,7 @@ def stored_backlog(home: Path, count: int):
 
 
 def time_sync(fake, work: Path, count: int):
-    from config import backlog
+    from config.results import backlog
     os.environ['CLUSTERPROOF_HOME'] = str(work / 'sync')
     stored_backlog(work / 'sync', count)
     found = backlog.find_backlog()
@@ -103,7 +103,7 @@ def time_sync(fake, work: Path, count: int):
 def time_stock_per_record(fake, sample: int):
     """ReFrame's own HTTPJSONHandler, one emit (one POST) per stored row."""
     from reframe.core.logging import HTTPJSONHandler
-    from config import azure_logs, records
+    from config.results import azure_logs, records
     handler = HTTPJSONHandler(
         azure_logs.ingestion_url(**azure_logs.settings()),
         json_formatter=lambda record, extras, ignore: json.dumps(

@@ -4,8 +4,9 @@ one-element JSON array each, as the project did before (the benchmark's
 baseline; not for real use)."""
 import json
 
-from config import azure_logs, config as project, perflog, records
-from config.live_push import HANDLER_TYPE
+from config import config as project
+from config.results import azure_logs, perflog, records
+from config.results.live_push import HANDLER_TYPE
 
 
 def one_row_per_post(record, extras, ignore_keys):

@@ -1,5 +1,5 @@
 """Batching, retries and the ledger: the one piece of code the live push
-(config/live_push.py) and ``clusterproof sync`` (config/backlog.py) share.
+(config/results/live_push.py) and ``clusterproof sync`` (config/results/backlog.py) share.
 
 A transport posts one body and answers an Outcome; ``Delivery.ship`` turns
 the rows into bodies under the API's 1 MB limit, retries what is worth

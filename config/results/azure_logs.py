@@ -1,5 +1,5 @@
 """Settings of Azure Monitor's Logs Ingestion API and the live push's
-perflog handler (config/live_push.py).
+perflog handler (config/results/live_push.py).
 
 Enabled when DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID are set. Every
 callable ReFrame calls here raises nothing but LoggingError: any other

@@ -14,7 +14,7 @@ import os
 import uuid
 from pathlib import Path
 
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / 'bicep' / \
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / 'bicep' / \
     'results_schema.json'
 DATA_VERSION = '2.0'
 # A LogRecord attribute holding its row, so every handler sends the same one

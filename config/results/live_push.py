@@ -5,7 +5,7 @@ slows a run and loses nothing.
 configuration keys (url, json_formatter, authorization_header,
 extra_headers, backoff_intervals, retry_timeout, debug), changed where it
 hurt: the rows of a test go out together as one JSON array; records go onto
-a bounded queue that a background thread ships (config/shipping.py), so the
+a bounded queue that a background thread ships (config/results/shipping.py), so the
 ReFrame main loop never waits on the network; the endpoint being down at
 start does not remove the handler; accepted rows go to the session's ledger;
 and at session end it flushes for a bounded time (``flush_timeout``) and

@@ -5,7 +5,7 @@ The backlog is every stored row whose record_id is in no ledger, from
 sessions that are over (a running session's live push holds its lock and
 ships it itself). Rows go out through azure-monitor-ingestion's
 LogsIngestionClient, in the bodies and with the retries of
-config/shipping.py, and each accepted call is written to the ledger of the
+config/results/shipping.py, and each accepted call is written to the ledger of the
 sessions its rows came from before the next call: an interrupted sync
 resumes without loss and without sending anything twice.
 """
@@ -77,7 +77,7 @@ def find_backlog(session: str | None = None,
 class SdkTransport:
     """One body per call through LogsIngestionClient (azure-core adds its
     own retries of 500/503/504 and honours Retry-After); every failure it
-    gives up on becomes an Outcome for config/shipping.py's retries."""
+    gives up on becomes an Outcome for config/results/shipping.py's retries."""
 
     def __init__(self, settings: dict, credential):
         from azure.monitor.ingestion import LogsIngestionClient
