@@ -5,14 +5,17 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 
 from .job_nodes import JobNodes
+from .node_fit import FitsPartition
 from .parsed_output import ParsedOutput
+from .progress import ReportsProgress
 from .sku_references import SkuReferences
 from .time_limit import TimeLimited
 from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool, JobNodes, TimeLimited):
+                    ExternalTool, JobNodes, TimeLimited, FitsPartition,
+                    ReportsProgress):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']
