@@ -22,6 +22,7 @@ from glob import glob
 from pathlib import Path
 
 from scripts.cli import repo
+from scripts.cli.sandbox_cgroup import local_cgroup_problem
 
 CLUSTER = 'sandbox'
 NODES = ('sb-n1', 'sb-n2', 'sb-n3', 'sb-n4')
@@ -84,11 +85,13 @@ def missing_packages():
     return sorted(missing)
 
 
-def prerequisite_problem(is_root, missing):
+def prerequisite_problem(is_root, missing, cgroup=None):
     """The message explaining why the sandbox cannot start here, or None when it can."""
     problems = []
     if not is_root:
         problems.append('the sandbox must run as root (its daemons and jobs run as root)')
+    if cgroup:
+        problems.append(cgroup)
     if missing:
         problems.append('missing Debian packages; install them with:\n'
                         f'  apt-get install -y {" ".join(missing)}\n'
@@ -99,7 +102,8 @@ def prerequisite_problem(is_root, missing):
 
 
 def check_prerequisites():
-    return prerequisite_problem(os.geteuid() == 0, missing_packages())
+    return prerequisite_problem(os.geteuid() == 0, missing_packages(),
+                                local_cgroup_problem())
 
 
 class Layout:
@@ -221,7 +225,8 @@ SlurmdPidFile={layout.run}/slurmd-%n.pid
 SlurmctldLogFile={layout.log_file('slurmctld')}
 SlurmdLogFile={layout.log}/slurmd-%n.log
 TmpFS={layout.tmp}/%n
-# No cgroups here: track processes through /proc and bind nothing.
+# No cgroup plugins: track processes through /proc and bind nothing (slurmd
+# still needs a cgroup file system on /sys/fs/cgroup; start checks it first).
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 TaskProlog={layout.task_prolog}
@@ -622,9 +627,12 @@ def add_parser(subparsers):
 
 def run(args):
     directory = args.dir or default_dir()
-    # Only start needs the packages, so a half-removed install can still be stopped.
-    missing = missing_packages() if args.action == 'start' else []
-    problem = prerequisite_problem(os.geteuid() == 0, missing)
+    # Only start needs the packages and cgroups, so a half-removed install can
+    # still be stopped.
+    starting = args.action == 'start'
+    problem = prerequisite_problem(os.geteuid() == 0,
+                                   missing_packages() if starting else [],
+                                   local_cgroup_problem() if starting else None)
     if problem:
         print(problem, file=sys.stderr)
         return 2
