@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.results import azure_logs, store
+from config.results import azure_logs, sessions, store
 
 from . import plan, slurm, summary, verdicts
 
@@ -23,6 +23,15 @@ EXIT_GOOD, EXIT_FINDINGS, EXIT_BROKEN = 0, 1, 2
 
 class RunBroken(RuntimeError):
     """The run itself failed (scheduler, configuration): nobody is blamed."""
+
+
+class UnknownPartition(ValueError):
+    """--partition names a partition the system does not have."""
+
+    def __init__(self, system: str, unknown: list[str], known: list[str]):
+        super().__init__(f'no partition {", ".join(unknown)} in system '
+                         f'{system} (it has: {", ".join(known)})')
+        self.system, self.unknown, self.known = system, unknown, known
 
 
 @dataclass
@@ -68,6 +77,24 @@ class PhaseResult:
     cases: list[dict]
     skipped: dict[str, str]
     log: Path
+    report: Path | None = None
+    reframe_session_uuid: str | None = None
+    store_session_id: str | None = None
+
+    def as_dict(self) -> dict:
+        return {'phase': self.phase.label, 'log': str(self.log),
+                'report': str(self.report) if self.report else None,
+                'reframe_session_uuid': self.reframe_session_uuid,
+                'store_session_id': self.store_session_id}
+
+
+def store_session_of(reframe_uuid: str | None) -> str | None:
+    """The store session whose rows that ReFrame session wrote."""
+    if not reframe_uuid:
+        return None
+    return next((entry['session_id'] for entry in
+                 sessions.read_map().values()
+                 if entry.get('reframe_session_uuid') == reframe_uuid), None)
 
 
 def run_phase(phase: plan.Phase, options: Options, workdir: Path,
@@ -88,8 +115,13 @@ def run_phase(phase: plan.Phase, options: Options, workdir: Path,
     else:
         data = _read_report(report, result.returncode, log)
     cases = verdicts.final_cases(data)
-    say(f'  {len(cases)} test case(s); ReFrame output in {log}')
-    return PhaseResult(phase, cases, verdicts.skip_reasons(text), log)
+    uuid = data.get('session_info', {}).get('uuid')
+    stored = store_session_of(uuid)
+    say(f'  {len(cases)} test case(s); ReFrame output in {log}'
+        + (f'; rows in store session {stored} (ReFrame session {uuid})'
+           if stored else ''))
+    return PhaseResult(phase, cases, verdicts.skip_reasons(text), log,
+                       report if data else None, uuid, stored)
 
 
 def _read_report(report: Path, returncode: int, log: Path) -> dict:
@@ -164,8 +196,7 @@ def _inventory(options: Options, say):
     known = {p['name']: p for p in partitions}
     unknown = [p for p in options.partitions if p not in known]
     if unknown:
-        raise ValueError(f'no partition {", ".join(unknown)} in system '
-                         f'{system} (it has: {", ".join(known)})')
+        raise UnknownPartition(system, unknown, list(known))
     chosen = [known[p] for p in (options.partitions or known)]
     nodes, phases, notes = {}, [], []
     for part in chosen:
@@ -194,11 +225,29 @@ def _inventory(options: Options, say):
     return nodes, phases, notes
 
 
+def _record_session(session_id: str, rows_file: Path, rows: int,
+                    results: list[PhaseResult], summary_path: Path) -> None:
+    """The acceptance's own rows (not-measured findings) in the session map,
+    with the ReFrame sessions they judge."""
+    uuids = [r.reframe_session_uuid for r in results if r.reframe_session_uuid]
+    reports = [str(r.report) for r in results if r.report]
+    sessions.record({
+        'session_id': session_id,
+        'reframe_session_uuid': uuids[0] if len(uuids) == 1 else None,
+        'report_file': reports[0] if len(reports) == 1 else None,
+        'reframe_sessions': uuids, 'report_files': reports,
+        'acceptance_summary': str(summary_path),
+        'store_file': str(rows_file),
+        'rows': rows,
+    })
+
+
 def run(options: Options, say=print) -> int:
     session_id = store.new_session_id()
     workdir = store.home() / 'acceptance' / session_id
     workdir.mkdir(parents=True, exist_ok=True)
     broken, findings, nodes, notes, drains = [], [], {}, [], []
+    results, rows_file = [], None
     try:
         nodes, phases, notes = _inventory(options, say)
         results = [run_phase(p, options, workdir, say) for p in phases]
@@ -221,7 +270,9 @@ def run(options: Options, say=print) -> int:
         code = EXIT_GOOD if all(v.verdict == verdicts.GOOD
                                 for v in node_verdicts) \
             and not partition_findings else EXIT_FINDINGS
-        for line in summary.table_lines(node_verdicts, partition_findings):
+        for line in summary.table_lines(
+                node_verdicts, partition_findings,
+                summary.whole_partition_passes(findings)):
             say(line)
         if options.drain:
             drains, drain_notes = plan_drains(node_verdicts,
@@ -230,14 +281,22 @@ def run(options: Options, say=print) -> int:
             for note in drain_notes:
                 say(note)
             apply_drains(drains, options.dry_run, say)
-        rows_file = summary.store_rows(summary.not_measured_rows(
-            node_verdicts, partition_findings, session_id), session_id)
+        not_measured = summary.not_measured_rows(
+            node_verdicts, partition_findings, session_id)
+        rows_file = summary.store_rows(not_measured, session_id)
         if rows_file:
             say(f'not-measured findings stored in {rows_file}')
     document = summary.summary_document(
         session_id, code, [] if broken else node_verdicts,
-        [] if broken else partition_findings, broken, drains, notes)
+        [] if broken else partition_findings, broken, drains, notes,
+        [] if broken else findings)
+    document['phases'] = [result.as_dict() for result in results]
     document['sync'] = ship_results(say)
     path = summary.write_summary(document, workdir)
+    if rows_file:
+        _record_session(session_id, rows_file, len(not_measured), results,
+                        path)
+    say(summary.count_line(document['counts']['nodes'],
+                           document['counts']['checks']))
     say(f'summary: {path}')
     return code

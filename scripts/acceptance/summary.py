@@ -8,7 +8,8 @@ from pathlib import Path
 
 from config.results import records, store
 
-from .verdicts import GOOD, NOT_MEASURED, Finding, NodeVerdict
+from .verdicts import (FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
+                       WHOLE_PARTITION, Finding, NodeVerdict)
 
 COLUMNS = ('node', 'check', 'metric', 'value', 'reference', 'verdict',
            'reason')
@@ -21,10 +22,57 @@ def _number(value) -> str:
     return f'{value:g}' if isinstance(value, float) else str(value)
 
 
+def whole_partition_passes(findings: list[Finding]) -> list[dict]:
+    """Checks that ran once per partition and passed: {partition, check,
+    results} (the number of perf results within reference or without
+    verdict), in the order they ran."""
+    cases: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        if f.node == WHOLE_PARTITION:
+            cases.setdefault((f.partition, f.check), []).append(f)
+    return [{'partition': partition, 'check': check,
+             'results': sum(1 for f in found if f.metric)}
+            for (partition, check), found in cases.items()
+            if not any(f.verdict in (FAIL, NOT_MEASURED) for f in found)]
+
+
+def check_counts(findings: list[Finding]) -> dict[str, int]:
+    """Test cases by outcome: failed where a finding failed, else not
+    measured where one was not measured, else passed."""
+    cases: dict[tuple, set] = {}
+    for f in findings:
+        cases.setdefault((f.partition, f.check, f.jobid, f.node),
+                         set()).add(f.verdict)
+    counts = {PASS: 0, FAIL: 0, NOT_MEASURED: 0}
+    for verdicts in cases.values():
+        outcome = next(v for v in (FAIL, NOT_MEASURED, PASS)
+                       if v in verdicts or v == PASS)
+        counts[outcome] += 1
+    return counts
+
+
+def node_counts(verdicts: list[NodeVerdict]) -> dict[str, int]:
+    counts = {verdict: 0 for verdict in NODE_VERDICTS}
+    for v in verdicts:
+        counts[v.verdict] += 1
+    return counts
+
+
+def count_line(nodes: dict[str, int], checks: dict[str, int]) -> str:
+    node_part = ', '.join(f'{n} {v.replace("_", " ")}'
+                          for v, n in nodes.items())
+    return (f'{sum(nodes.values())} node(s): {node_part}; '
+            f'{sum(checks.values())} check result(s): {checks[PASS]} '
+            f'passed, {checks[FAIL]} failed, {checks[NOT_MEASURED]} not '
+            'measured')
+
+
 def table_lines(verdicts: list[NodeVerdict],
-                partition_findings: list[Finding]) -> list[str]:
+                partition_findings: list[Finding],
+                partition_passes: list[dict] = ()) -> list[str]:
     """Bad nodes first, then suspect, not measured, good; one line per
-    finding that explains a verdict, one line per good node."""
+    finding that explains a verdict, one line per good node, and one per
+    check that passed once for its whole partition."""
     rows = []
     for verdict in verdicts:
         if verdict.verdict == GOOD:
@@ -44,6 +92,10 @@ def table_lines(verdicts: list[NodeVerdict],
         rows.append((f'{f.partition} (whole)', f.check, f.metric or '-',
                      _number(f.value), _number(f.reference), f.verdict,
                      f.reason))
+    for p in partition_passes:
+        rows.append((f"{p['partition']} (whole)", p['check'], '-', '-', '-',
+                     PASS, f"{p['results']} result(s) within reference or "
+                     'without verdict'))
     if not rows:
         return ['no node measured']
     widths = [max(len(str(r[i])) for r in rows + [COLUMNS])
@@ -62,22 +114,22 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 def summary_document(session_id: str, exit_code: int, verdicts, partitions,
                      broken: list[str], drains: list[dict],
-                     notes: list[str]) -> dict:
-    counts = {}
-    for v in verdicts:
-        counts[v.verdict] = counts.get(v.verdict, 0) + 1
+                     notes: list[str], findings: list[Finding] = ()) -> dict:
+    """``findings``: every finding of the run (the passes included)."""
     return {
         'session_id': session_id,
         'finished': records.now_iso(),
         'exit_code': exit_code,
         'broken': broken,
         'notes': notes,
-        'counts': counts,
+        'counts': {'nodes': node_counts(verdicts),
+                   'checks': check_counts(list(findings))},
         'nodes': [{'node': v.node, 'partition': v.partition,
                    'verdict': v.verdict,
                    'findings': [f.as_dict() for f in v.findings]}
                   for v in verdicts],
         'partition_findings': [f.as_dict() for f in partitions],
+        'partition_passes': whole_partition_passes(list(findings)),
         'drain': drains,
     }
 

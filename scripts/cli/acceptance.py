@@ -5,8 +5,10 @@ import argparse
 import sys
 
 from scripts.acceptance import plan, session
+from scripts.cli import repo
 
 DEFAULT_TAG = 'acceptance'
+DEFAULT_MAX_PENDING = '2h'
 
 
 def add_parser(subparsers):
@@ -54,7 +56,8 @@ def add_parser(subparsers):
     parser.add_argument('--max-drain', type=int, default=None, metavar='N',
                         help='drain nothing when more than N nodes are bad '
                              '(default: 10%% of the nodes, at least 1)')
-    parser.add_argument('--max-pending', default='2h', metavar='TIME',
+    parser.add_argument('--max-pending', default=DEFAULT_MAX_PENDING,
+                        metavar='TIME',
                         help="give up a job still pending after TIME (ReFrame "
                              "duration, e.g. 30m, 4h; default 2h): its nodes "
                              "are reported not measured; 'none' waits forever")
@@ -85,6 +88,33 @@ def run(args) -> int:
         max_drain=args.max_drain)
     try:
         return session.run(options, say=lambda line: print(line, flush=True))
+    except session.UnknownPartition as error:
+        print(f'acceptance: {error}; on this system run:\n  '
+              f'{command_line(args, error.known)}', file=sys.stderr)
+        return session.EXIT_BROKEN
     except ValueError as error:
         print(f'acceptance: {error}', file=sys.stderr)
         return session.EXIT_BROKEN
+
+
+def command_line(args, partitions: list[str]) -> str:
+    """This acceptance command with ``partitions`` instead of its own."""
+    words = ['acceptance']
+    if args.system:
+        words += ['--system', args.system]
+    for name in partitions:
+        words += ['--partition', name]
+    for option, values in (('--tag', args.tag), ('--exclude', args.exclude),
+                           ('--checks', args.checks)):
+        for value in values:
+            words += [option, value]
+    if args.retry_failed:
+        words += ['--retry-failed', str(args.retry_failed)]
+    words += ['--drain'] * args.drain + ['--dry-run'] * args.dry_run
+    if args.max_drain is not None:
+        words += ['--max-drain', str(args.max_drain)]
+    if args.max_pending != DEFAULT_MAX_PENDING:
+        words += ['--max-pending', args.max_pending]
+    if args.reframe_args:
+        words += ['--', *args.reframe_args]
+    return repo.clusterproof_command_line(*words)
