@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from scripts.query import library, output
+from scripts.query import empty, library, output
 from scripts.query.result import QueryFailed
 from scripts.query.runner import Runner
 
@@ -127,6 +127,10 @@ def run(args) -> int:
         return 1
     for note in runner.notes():
         print(f'clusterproof query: note: {note}', file=sys.stderr)
+    if not result.rows and not args.saved_function:
+        why = empty.reason(runner, library.resolve(args.query))
+        if why:
+            print(f'clusterproof query: no rows: {why}', file=sys.stderr)
     if args.json:
         sys.stdout.write(output.as_json(result))
     elif args.csv:

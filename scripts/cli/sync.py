@@ -2,7 +2,8 @@
 accepted yet (config/results/backlog.py does the work; this is the command line).
 
 Exit 0 when everything is shipped, 1 when some rows are left (and why),
-2 on bad usage or when Azure is not configured.
+2 on bad usage or when Azure is not configured (except for --dry-run, which
+needs no endpoint: it lists the backlog and says Azure is not configured).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def add_parser(subparsers):
                     'was shipped. Sessions still running are left to their '
                     'own live push. Exit 0 when everything is shipped, 1 '
                     'when some rows are left, 2 when Azure is not '
-                    'configured.')
+                    'configured (--dry-run lists the backlog without it).')
     parser.add_argument('--dry-run', action='store_true',
                         help='say what would be shipped; send nothing')
     parser.add_argument('--session', metavar='ID',
@@ -58,14 +59,14 @@ def complain(message: str) -> None:
     print(f'clusterproof sync: {message}', file=sys.stderr, flush=True)
 
 
-def not_configured() -> int:
+def not_configured(tell=complain) -> int:
     from config.results import store
-    complain('Azure Log Analytics is not configured: set '
-             'DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID (and '
-             'LOGS_DCR_STREAM_NAME if not Custom-ReFrameResults_CL), e.g. '
-             '`source $CLUSTERPROOF_HOME/azure.env` after `clusterproof '
-             f'deploy`. Every result is still in the local store '
-             f'({store.results_dir()}).')
+    from scripts.cli.deploy import default_env_file
+    tell('Azure Log Analytics is not configured: set '
+         'DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID (and '
+         'LOGS_DCR_STREAM_NAME if not Custom-ReFrameResults_CL), e.g. '
+         f'`source {default_env_file()}` after `clusterproof deploy`. '
+         f'Every result is still in the local store ({store.results_dir()}).')
     return EXIT_USAGE
 
 
@@ -111,6 +112,9 @@ def run(args) -> int:
     # need ReFrame or the Azure SDK.
     from config.results import azure_logs, backlog
     settings = azure_logs.settings()
+    if settings is None and args.dry_run and not args.verify:
+        not_configured(tell=say)
+        return _sync(args)
     if settings is None:
         return not_configured()
     wrong = azure_logs.problems(settings)

@@ -79,7 +79,7 @@ def run(con, kql: str, now: dt.datetime | None = None) -> Result:
         fetched = relation.fetchall()
     except duckdb_kql.KqlUnsupportedError as err:
         raise UnsupportedQuery(
-            f'the local engine (duckdb-kql) cannot run this query: {err}. '
+            f'the local engine (duckdb-kql) cannot run {unsupported(err)}. '
             'Rewrite that part, or run it in Log Analytics '
             '(--workspace).') from None
     except (duckdb_kql.KqlError, duckdb.Error) as err:
@@ -88,6 +88,14 @@ def run(con, kql: str, now: dt.datetime | None = None) -> Result:
     rows = [[plain(value, kind) for value, kind in zip(row, types)]
             for row in fetched]
     return Result(list(relation.columns), types, rows)
+
+
+def unsupported(err) -> str:
+    """The construct and where it is, in the query's own terms (duckdb-kql's
+    hint names its own source files: not the reader's business)."""
+    kind, _, name = str(err.construct).rpartition(':')
+    what = f'the {kind} {name}' if kind else repr(name)
+    return f'{what} (at {err.span})' if err.span else what
 
 
 class UnsupportedQuery(QueryFailed):

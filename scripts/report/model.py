@@ -66,13 +66,20 @@ def _series(trends: list[dict]) -> list[Series]:
                                     key=lambda item: tuple(map(str, item[0])))]
 
 
+# latest_by_node.kql's name for the rows of a failure without a node list
+# (a hand-ingested output without --node, a job that never ran): listed
+# with the latest verdicts, never as a bad node.
+NO_NODE = '(no node)'
+
+
 def _bad_nodes(latest: list[dict], outliers: list[dict]) -> list[dict]:
     """A node is bad when its latest verdict of a test is a failure, or it
     is an outlier among its peers in a run."""
     bad = [{'cluster': r['cluster'], 'partition': r['check_partition'],
             'node': r['node'], 'why': f"{r['check_name']} failed",
             'detail': r['check_fail_reason'] or '', 'when': r['completed']}
-           for r in latest if r['check_result'] == 'fail']
+           for r in latest if r['check_result'] == 'fail'
+           and r['node'] != NO_NODE]
     for r in outliers:
         if not r['outlier']:
             continue
