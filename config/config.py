@@ -55,5 +55,7 @@ site_configuration = {
         'colorize': sys.stdout.isatty() and os.environ.get('TERM') != 'dumb',
         'report_file': str(store.home() / 'reports' /
                            'run-report-{sessionid}.json'),
+        # ReFrame's processor auto-detection cache (default ~/.reframe/topology)
+        'topology_prefix': str(store.home() / 'topology'),
     }],
 }

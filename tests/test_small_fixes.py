@@ -152,3 +152,8 @@ def test_setup_says_what_to_do_when_pip_fails(tmp_path):
         'is above); check the network or the package index (PIP_INDEX_URL, a '
         'proxy), then run bash scripts/setup.sh again')
     assert not (tmp_path / '.venv' / '.requirements.sha256').exists()
+
+
+def test_one_run_is_one_run():
+    from scripts.report import svg
+    assert svg.runs_text(1) == '1 run' and svg.runs_text(3) == '3 runs'
