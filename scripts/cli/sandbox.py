@@ -154,7 +154,10 @@ def client_env(directory):
 
 def _daemon_env(layout):
     # The marker variable lets stop() recognise our processes behind a recycled pid.
-    return {**os.environ, **client_env(layout.dir), 'PATH': SEARCH_PATH}
+    # Daemons (MariaDB's temporary tables) keep their temporary files in the
+    # state directory: the caller's TMPDIR may go before the sandbox does.
+    return {**os.environ, **client_env(layout.dir), 'PATH': SEARCH_PATH,
+            'TMPDIR': str(layout.tmp)}
 
 
 def _pid_if_ours(layout, daemon):
