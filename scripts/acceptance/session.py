@@ -12,6 +12,7 @@ from pathlib import Path
 from config.results import azure_logs, store
 
 from . import plan, slurm, summary, verdicts
+from . import power_up as powering
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'config' / 'config.py'
@@ -34,6 +35,9 @@ class Options:
     drain: bool = False
     dry_run: bool = False
     max_drain: int | None = None
+    #: Let Slurm start powered-down nodes for the run, at most this many.
+    power_up: bool = False
+    max_power_up: int = powering.DEFAULT_MAX
 
 
 def reframe_command() -> list[str]:
@@ -167,7 +171,8 @@ def _inventory(options: Options, say):
         raise ValueError(f'no partition {", ".join(unknown)} in system '
                          f'{system} (it has: {", ".join(known)})')
     chosen = [known[p] for p in (options.partitions or known)]
-    nodes, phases, notes = {}, [], []
+    nodes, phases, notes, started = {}, [], [], {}
+    budget = options.max_power_up
     for part in chosen:
         fullname = f"{system}:{part['name']}"
         scheduler = part.get('scheduler')
@@ -187,8 +192,19 @@ def _inventory(options: Options, say):
         except slurm.SchedulerError as error:
             raise RunBroken(str(error)) from None
         nodes[fullname] = states
-        usable = [n for n, s in states.items() if slurm.is_usable(s)]
+        starting = powering.choose(states, options.power_up, budget)
+        budget -= len(starting)
+        if starting:
+            started[fullname] = starting
+        usable = [n for n, s in states.items()
+                  if slurm.is_usable(s) or n in starting]
         phases += plan.phases(system, part['name'], usable)
+    powered_down = sum(slurm.is_powered_down(s) for states in nodes.values()
+                       for s in states.values())
+    if started:
+        notes += powering.cost_lines(
+            started, powered_down - sum(map(len, started.values())),
+            powering.read_suspend_time_s())
     for note in notes:
         say(note)
     return nodes, phases, notes
