@@ -24,6 +24,15 @@ from .modules import modules_system
 
 LAUNCHER_OPTIONS = ['--mpi=pmix']
 
+# Where a job asks the VM size of its node (checks/common/vm_size.py): the
+# Azure Instance Metadata Service, or CLUSTERPROOF_IMDS_URL (``%n`` = node).
+IMDS_VM_SIZE_URL = ('http://169.254.169.254/metadata/instance/compute/vmSize'
+                    '?api-version=2021-02-01&format=text')
+
+
+def vm_size_url():
+    return os.environ.get('CLUSTERPROOF_IMDS_URL') or IMDS_VM_SIZE_URL
+
 
 def _from_environment(spec):
     chosen = []
@@ -65,7 +74,8 @@ def _partition(name, family, slurm_name, scheduler):
     partition = sku_partition(
         family, scheduler=scheduler, launcher='srun',
         access=[f'--partition={slurm_name}', '--exclusive'], max_jobs=16,
-        extra_extras={'launcher_options': list(LAUNCHER_OPTIONS)})
+        extra_extras={'launcher_options': list(LAUNCHER_OPTIONS),
+                      'vm_size_url': vm_size_url()})
     partition['name'] = name
     return partition
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from config.results import azure_logs, store
 
-from . import plan, slurm, summary, verdicts
+from . import plan, sku_mismatch, slurm, summary, verdicts
 from . import power_up as powering
 
 REPO = Path(__file__).resolve().parents[2]
@@ -222,6 +222,7 @@ def run(options: Options, say=print) -> int:
             broken += verdicts.scheduler_trouble(result.cases)
             for case in result.cases:
                 findings += verdicts.case_findings(case, result.skipped)
+            findings += sku_mismatch.findings(result.cases)
         if nodes:
             slurm.check_controller()
     except (RunBroken, slurm.SchedulerError) as error:
