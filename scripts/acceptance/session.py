@@ -11,7 +11,7 @@ from pathlib import Path
 
 from config.results import azure_logs, store
 
-from . import plan, sku_mismatch, slurm, summary, verdicts
+from . import nvlink, plan, sku_mismatch, slurm, summary, verdicts
 from . import power_up as powering
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,12 +217,18 @@ def run(options: Options, say=print) -> int:
     broken, findings, nodes, notes, drains = [], [], {}, [], []
     try:
         nodes, phases, notes = _inventory(options, say)
-        results = [run_phase(p, options, workdir, say) for p in phases]
+        results = []
+        for phase in phases:  # node phases first: they record NVLink domains
+            for part in nvlink.split_set_phase(
+                    phase, nvlink.domains_so_far(results, phase)):
+                results.append(run_phase(part, options, workdir, say))
         for result in results:
             broken += verdicts.scheduler_trouble(result.cases)
+            found = []
             for case in result.cases:
-                findings += verdicts.case_findings(case, result.skipped)
-            findings += sku_mismatch.findings(result.cases)
+                found += verdicts.case_findings(case, result.skipped)
+            nvlink.label_findings(result.phase, found)
+            findings += found + sku_mismatch.findings(result.cases)
         if nodes:
             slurm.check_controller()
     except (RunBroken, slurm.SchedulerError) as error:
