@@ -14,7 +14,7 @@ import pytest
 from checks.gpu.nvlink_fabric import imex_state
 from checks.parsers.nvidia_fabric import node_fabric, parse_fabric
 from scripts.acceptance import nvlink, plan, verdicts
-from tests.helpers import DATA, REPO, STANDINS, suite_env
+from tests.helpers import DATA, REPO, STANDINS, stored_rows, suite_env
 
 SMI = DATA / 'nvidia-smi'
 RACK_A = SMI / 'fabric_gb200_4gpu_rack-b78ed242_composed.txt'
@@ -97,6 +97,10 @@ def test_two_domains_give_one_mnnvl_run_each_and_one_across(tmp_path,
         CLUSTERPROOF_REPLAY_NVIDIA_SMI_SB_N3=str(RACK_B),
         CLUSTERPROOF_REPLAY_NVIDIA_SMI_SB_N4=str(RACK_B))
     assert '0 failure(s)' in output, output
+    rows = stored_rows(tmp_path / 'home')
+    assert {tuple(r['check_job_nodelist']): r['nvlink_domain']
+            for r in rows} == {('sb-n1',): DOMAIN_A, ('sb-n2',): DOMAIN_A,
+                               ('sb-n3',): DOMAIN_B, ('sb-n4',): DOMAIN_B}
     domains = nvlink.node_domains(cases)
     assert domains == {'sb-n1': DOMAIN_A, 'sb-n2': DOMAIN_A,
                        'sb-n3': DOMAIN_B, 'sb-n4': DOMAIN_B}
@@ -119,6 +123,8 @@ def test_two_domains_give_one_mnnvl_run_each_and_one_across(tmp_path,
         assert plan.names_pattern(['OsuCollective']) in options
         # the partition's fabric (mnnvl) is expected: nothing overrides it
         assert not any(o.startswith('NcclMultiNode.fabric=') for o in options)
+    assert runs['ndv5-set-nvlink-b78ed242'].scope_options()[-2:] == \
+        ['-S', f'NcclMultiNode.nvlink_domain={DOMAIN_A}']
     across = runs['ndv5-set-across-nvlink-domains'].scope_options()
     assert across[-2:] == ['-S', 'NcclMultiNode.fabric=ib']
     # two findings, each naming where it ran

@@ -100,6 +100,9 @@ class NcclBase(BenchmarkTest):
     #: The topology file the job chose (extras['nccl_topo_files']); ''
     #: when none exists or -S nccl_env=NCCL_TOPO_FILE:... fixed it.
     nccl_topo_file = variable(str, value='')
+    #: The NVLink domain all nodes of the run share ('<ClusterUUID>/
+    #: <CliqueId>'), set by acceptance for its per-domain MNNVL runs.
+    nvlink_domain = variable(str, value='')
     recorded_variables = ['collective', 'min_bytes', 'max_bytes',
                           'gpus_per_rank', 'fabric', 'nccl_topo_file']
 

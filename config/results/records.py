@@ -118,6 +118,8 @@ def _check_facts(check) -> dict:
     facts['job_nodes'] = list(getattr(check, 'job_nodes', None) or [])
     # What the node said it is (checks/common/vm_size.py)
     facts['vm_sku_observed'] = getattr(check, 'vm_sku_observed', None) or None
+    # GB200/GB300: checks/gpu/nvlink_fabric.py, NcclMultiNode per domain
+    facts['nvlink_domain'] = getattr(check, 'nvlink_domain', None) or None
     return facts
 
 
@@ -158,6 +160,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'check_tags': attrs.get('check_tags') or [],
         'vm_sku': facts.get('vm_sku'),
         'vm_sku_observed': facts.get('vm_sku_observed'),
+        'nvlink_domain': facts.get('nvlink_domain'),
         'check_params': facts.get('check_params', {}),
         'reference_source': facts.get('reference_sources', {}).get(var),
         'reframe_version': attrs.get('version'),

@@ -55,7 +55,9 @@ def split_set_phase(phase: Phase, domains: dict[str, str]) -> list[Phase]:
         if len(members) >= 2:
             found.append(Phase(phase.system, phase.partition, 'set',
                                [tuple(members)], tag=domain_tag(domain),
-                               options=list(only_multinode)))
+                               options=only_multinode + [
+                                   '-S', f'{MULTINODE_CHECK}.nvlink_domain='
+                                   f'{domain}']))
     if len(groups) >= 2:
         cross = tuple(members[0] for members in groups.values())
         found.append(Phase(phase.system, phase.partition, 'set', [cross],
