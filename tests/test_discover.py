@@ -96,6 +96,24 @@ def test_discover_writes_a_site_file_a_dry_run_turns_into_cluster_jobs(
                                   ('ndgb200v6', '--partition=gb200')]
 
 
+def test_the_vm_size_jobs_reported_settles_the_ambiguity(tmp_path):
+    day = tmp_path / 'home' / 'results' / '2026-12-01'
+    day.mkdir(parents=True)
+    rows = [{'check_job_nodelist': ['ccw-gpu-1'],
+             'vm_sku_observed': 'Standard_ND96isr_H200_v5'},
+            {'check_job_nodelist': ['ccw-gpu-1', 'ccw-gpu-2'],
+             'vm_sku_observed': 'Standard_ND96isr_H100_v5'}]  # not per node
+    (day / 'earlier.jsonl').write_text(
+        ''.join(json.dumps(row) + '\n' for row in rows))
+    result = clusterproof(ccws_env(tmp_path), 'discover')
+    assert result.returncode == 0, result.stdout + result.stderr
+    data = yaml.safe_load((tmp_path / 'home' / site_file.FILE_NAME)
+                          .read_text())
+    assert data['partitions']['gpu'] == {'family': 'ndh200v5'}
+    assert ('settled by the VM size its nodes reported '
+            '(Standard_ND96isr_H200_v5, vm_sku_observed)') in result.stdout
+
+
 def test_the_environment_wins_over_the_site_file(tmp_path):
     home = tmp_path / 'home'
     home.mkdir()

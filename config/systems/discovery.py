@@ -133,6 +133,36 @@ def propose(part: SlurmPartition) -> Proposal:
     return Proposal(part, candidates, basis)
 
 
+def observed_by_node(rows) -> dict[str, str]:
+    """{node: the VM size its last job reported} from stored rows
+    (vm_sku_observed beside check_job_nodelist; single-node rows only,
+    where the size is that node's)."""
+    found = {}
+    for row in rows:
+        nodes = row.get('check_job_nodelist') or []
+        if row.get('vm_sku_observed') and len(nodes) == 1:
+            found[nodes[0]] = row['vm_sku_observed']
+    return found
+
+
+def settle(proposal: Proposal, observed: dict[str, str]) -> Proposal:
+    """What the nodes reported decides between look-alike families."""
+    sizes = {observed[n] for n in proposal.partition.nodes if n in observed}
+    by_sku = {sku['extras']['vm_sku'].lower(): name
+              for name, sku in SKUS.items()}
+    families = {by_sku.get(size.lower()) for size in sizes}
+    if len(families) != 1 or None in families:
+        return proposal
+    family = families.pop()
+    if proposal.candidates == [family]:
+        return proposal
+    how = ('settled' if family in proposal.candidates
+           else 'not its shape\'s family, but')
+    return Proposal(proposal.partition, [family],
+                    f'{proposal.basis}; {how} by the VM size its nodes '
+                    f'reported ({", ".join(sorted(sizes))}, vm_sku_observed)')
+
+
 def run_sinfo(timeout: float = TIMEOUT_S, env: dict | None = None) -> str:
     try:
         result = subprocess.run(SINFO_ARGV, capture_output=True, text=True,

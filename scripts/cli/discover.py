@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from config.results import store
 from config.systems import discovery, site_file
 from config.systems.azure_skus import SKUS
 
@@ -18,8 +19,10 @@ def add_parser(subparsers):
                     f'write them to $CLUSTERPROOF_HOME/{site_file.FILE_NAME}, '
                     'which the azure system reads when '
                     'CLUSTERPROOF_AZURE_PARTITIONS is not set. Where shapes '
-                    'are ambiguous it writes the candidates and says so. It '
-                    'never starts a node. Exit 0: written; 1: no Slurm here '
+                    'are ambiguous it writes the candidates and says so, '
+                    'unless the VM sizes earlier jobs recorded in the local '
+                    'store (vm_sku_observed) settle it. It never starts a '
+                    'node. Exit 0: written; 1: no Slurm here '
                     'or sinfo failed.')
     parser.add_argument('--out', type=Path, metavar='FILE',
                         help='write there instead (e.g. the root timer\'s '
@@ -48,6 +51,9 @@ def run(args) -> int:
     except discovery.DiscoveryError as error:
         print(f'discover: {error}', file=sys.stderr)
         return 1
+    # the VM sizes earlier jobs recorded settle look-alike partitions
+    observed = discovery.observed_by_node(store.iter_rows())
+    proposals = [discovery.settle(p, observed) for p in proposals]
     if args.print_only:
         print(site_file.render(proposals), end='')
         return 0
