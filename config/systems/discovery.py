@@ -93,6 +93,8 @@ def parse_sinfo(text: str) -> list[SlurmPartition]:
         if len(fields) != 7 or not fields[0]:
             continue
         name, node, cpus, memory, gres, features, state = fields
+        if node in ('', 'n/a'):  # a partition without node records
+            continue
         part = found.setdefault(name, SlurmPartition(name))
         if node not in part.nodes:
             part.nodes.append(node)
