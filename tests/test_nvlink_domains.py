@@ -160,3 +160,26 @@ def test_a_sick_fabric_or_imex_down_is_a_finding(tmp_path, sandbox):
                      if p.scope == 'set')
     assert nvlink.split_set_phase(set_phase, nvlink.node_domains(cases)) \
         == [set_phase]
+
+
+def test_slurm_blocks_stand_in_where_the_nodes_recorded_no_domain():
+    from scripts.acceptance import block_topology
+    assert block_topology.expand_hostlist('gpu-[1-3,07],x,n[08-10]') == \
+        ['gpu-1', 'gpu-2', 'gpu-3', 'gpu-07', 'x', 'n08', 'n09', 'n10']
+    blocks = block_topology.parse_blocks(
+        (DATA / 'ccws' / 'scontrol-show-topology-block.txt').read_text())
+    assert len(blocks) == 17
+    assert blocks['ccw-1-3-gpu-31'] == 'block:block3'
+    assert blocks['ccw-1-3-gpu-294'] == 'block:block4'
+    nodes = ['ccw-1-3-gpu-31', 'ccw-1-3-gpu-52', 'ccw-1-3-gpu-5',
+             'ccw-1-3-gpu-17']
+    set_phase = next(p for p in plan.phases('azure', 'ndgb200v6', nodes)
+                     if p.scope == 'set')
+    # no NvlinkFabric result for the partition: Slurm's blocks decide
+    domains = nvlink.domains_so_far([], set_phase, lambda: blocks)
+    assert [p.label for p in nvlink.split_set_phase(set_phase, domains)] == \
+        ['ndgb200v6-set', 'ndgb200v6-set-nvlink-block3',
+         'ndgb200v6-set-nvlink-block4',
+         'ndgb200v6-set-across-nvlink-domains']
+    # not a multi-node NVLink partition: blocks are not asked for
+    assert nvlink.domains_so_far([], set_phase, None) == {}

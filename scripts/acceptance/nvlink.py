@@ -15,6 +15,8 @@ used yet: the node list comes from the nodes' own fabric records.
 """
 from __future__ import annotations
 
+import re
+
 from .plan import SET_CHECKS, Phase, names_pattern
 from .verdicts import case_nodes, class_name
 
@@ -35,7 +37,13 @@ def node_domains(cases: list[dict]) -> dict[str, str]:
 
 
 def domain_tag(domain: str) -> str:
-    return 'nvlink-' + domain.split('/')[0][:8]
+    """A short file-safe name: the ClusterUUID's first 8 characters, or
+    the Slurm block's name."""
+    if domain.startswith('block:'):
+        name = domain[len('block:'):]
+    else:
+        name = domain.split('/')[0][:8]
+    return 'nvlink-' + re.sub(r'[^A-Za-z0-9_.]+', '-', name)[:24]
 
 
 def split_set_phase(phase: Phase, domains: dict[str, str]) -> list[Phase]:
@@ -69,13 +77,17 @@ def split_set_phase(phase: Phase, domains: dict[str, str]) -> list[Phase]:
                   options=['-x', names_pattern([MULTINODE_CHECK])])] + found
 
 
-def domains_so_far(results, phase: Phase) -> dict[str, str]:
-    """The domains the node phase of this phase's partition recorded."""
+def domains_so_far(results, phase: Phase, blocks=None) -> dict[str, str]:
+    """The domains the node phase of this phase's partition recorded, else
+    Slurm's blocks (``blocks()``, block_topology.py) on a multi-node NVLink
+    partition (``blocks`` None elsewhere)."""
     found = {}
     for result in results:
         if (result.phase.partition == phase.partition
                 and result.phase.scope == 'node'):
             found.update(node_domains(result.cases))
+    if not found and blocks is not None and phase.scope == 'set':
+        found = blocks()
     return found
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from config.results import azure_logs, store
 
-from . import nvlink, plan, sku_mismatch, slurm, summary, verdicts
+from . import (block_topology, nvlink, plan, sku_mismatch, slurm, summary,
+               verdicts)
 from . import power_up as powering
 
 REPO = Path(__file__).resolve().parents[2]
@@ -171,7 +172,7 @@ def _inventory(options: Options, say):
         raise ValueError(f'no partition {", ".join(unknown)} in system '
                          f'{system} (it has: {", ".join(known)})')
     chosen = [known[p] for p in (options.partitions or known)]
-    nodes, phases, notes, started = {}, [], [], {}
+    nodes, phases, notes, started, mnnvl = {}, [], [], {}, set()
     budget = options.max_power_up
     for part in chosen:
         fullname = f"{system}:{part['name']}"
@@ -192,6 +193,8 @@ def _inventory(options: Options, say):
         except slurm.SchedulerError as error:
             raise RunBroken(str(error)) from None
         nodes[fullname] = states
+        if part.get('extras', {}).get('nccl_multinode_fabric') == 'mnnvl':
+            mnnvl.add(part['name'])
         starting = powering.choose(states, options.power_up, budget)
         budget -= len(starting)
         if starting:
@@ -207,7 +210,18 @@ def _inventory(options: Options, say):
             powering.read_suspend_time_s())
     for note in notes:
         say(note)
-    return nodes, phases, notes
+    return nodes, phases, notes, mnnvl
+
+
+def _once(function):
+    """function(), called the first time it is needed, then remembered."""
+    memo = []
+
+    def value():
+        if not memo:
+            memo.append(function())
+        return memo[0]
+    return value
 
 
 def run(options: Options, say=print) -> int:
@@ -216,11 +230,13 @@ def run(options: Options, say=print) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     broken, findings, nodes, notes, drains = [], [], {}, [], []
     try:
-        nodes, phases, notes = _inventory(options, say)
+        nodes, phases, notes, mnnvl = _inventory(options, say)
+        blocks = _once(block_topology.read_blocks)
         results = []
         for phase in phases:  # node phases first: they record NVLink domains
-            for part in nvlink.split_set_phase(
-                    phase, nvlink.domains_so_far(results, phase)):
+            domains = nvlink.domains_so_far(
+                results, phase, blocks if phase.partition in mnnvl else None)
+            for part in nvlink.split_set_phase(phase, domains):
                 results.append(run_phase(part, options, workdir, say))
         for result in results:
             broken += verdicts.scheduler_trouble(result.cases)
