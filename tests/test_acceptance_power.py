@@ -35,7 +35,7 @@ def test_power_up_choice_and_cost():
     assert power_up.suspend_time_s('SuspendTime             = 600 sec\n') \
         == 600
     assert power_up.suspend_time_s('SuspendTime             = NONE\n') is None
-    lines = power_up.cost_lines({'az:hpc': ['b']}, 1, 600)
+    lines = power_up.cost_lines({'az:hpc': ['b']}, {'az:hpc': states}, 600)
     assert lines[0].startswith('--power-up: Slurm starts 1 powered-down')
     assert 'at least 0.17 node-hours' in lines[1]
     assert '1 more powered-down node(s) stay down' in lines[2]

@@ -43,12 +43,16 @@ def read_suspend_time_s(env: dict | None = None) -> int | None:
         return None
 
 
-def cost_lines(started: dict[str, list[str]], left: int,
+def cost_lines(started: dict[str, list[str]],
+               states: dict[str, dict[str, str]],
                suspend_s: int | None) -> list[str]:
-    """What starting these nodes means, before anything starts."""
+    """What starting these nodes ({partition: nodes}) means, before
+    anything starts; ``states``: {partition: {node: Slurm state}}."""
     count = sum(len(nodes) for nodes in started.values())
     if not count:
         return []
+    left = sum(slurm.is_powered_down(state) for part in states.values()
+               for state in part.values()) - count
     lines = [f'--power-up: Slurm starts {count} powered-down node(s) for '
              'this run: ' + '; '.join(f'{part}: {", ".join(nodes)}'
                                       for part, nodes in started.items())]

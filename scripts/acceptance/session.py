@@ -202,12 +202,9 @@ def _inventory(options: Options, say):
         usable = [n for n, s in states.items()
                   if slurm.is_usable(s) or n in starting]
         phases += plan.phases(system, part['name'], usable)
-    powered_down = sum(slurm.is_powered_down(s) for states in nodes.values()
-                       for s in states.values())
     if started:
-        notes += powering.cost_lines(
-            started, powered_down - sum(map(len, started.values())),
-            powering.read_suspend_time_s())
+        notes += powering.cost_lines(started, nodes,
+                                     powering.read_suspend_time_s())
     for note in notes:
         say(note)
     return nodes, phases, notes, mnnvl
