@@ -155,3 +155,19 @@ def test_without_slurm_discover_says_so(tmp_path):
     assert result.returncode == 1
     assert 'sinfo not found' in result.stderr
     assert not (tmp_path / 'home' / site_file.FILE_NAME).exists()
+
+
+def test_print_and_out(tmp_path):
+    env = ccws_env(tmp_path)
+    printed = clusterproof(env, 'discover', '--print')
+    assert printed.returncode == 0, printed.stderr
+    assert yaml.safe_load(printed.stdout)['partitions']['hpc'] == \
+        {'family': 'hbv4'}
+    assert not (tmp_path / 'home' / site_file.FILE_NAME).exists()
+    shared = tmp_path / 'var-lib-clusterproof' / site_file.FILE_NAME
+    written = clusterproof(env, 'discover', '--out', str(shared))
+    assert written.returncode == 0, written.stderr
+    assert f'wrote {shared}' in written.stdout
+    assert site_file.load(shared) == [('hbv4', 'hbv4', 'hpc'),
+                                      ('ndv4', 'ndv4', 'gpu'),
+                                      ('ndgb200v6', 'ndgb200v6', 'gb200')]
