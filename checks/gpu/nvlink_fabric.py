@@ -21,6 +21,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
 from ..common.job_nodes import JobNodes
+from ..common.vm_size import VmSize
 from ..parsers.nvidia_fabric import node_fabric
 
 IMEX_PREFIX = 'clusterproof-imex: '
@@ -35,7 +36,7 @@ def imex_state(text: str) -> str:
 
 
 @rfm.simple_test
-class NvlinkFabric(rfm.RunOnlyRegressionTest, JobNodes):
+class NvlinkFabric(rfm.RunOnlyRegressionTest, JobNodes, VmSize):
     descr = 'NVLink domain, fabric registration and IMEX of a GB200/GB300 VM'
     valid_systems = ['+gpu']
     valid_prog_environs = ['builtin']
@@ -56,6 +57,8 @@ class NvlinkFabric(rfm.RunOnlyRegressionTest, JobNodes):
                      f'{self.current_partition.fullname} has no multi-node '
                      'NVLink')
         self.num_tasks = self.num_tasks_per_node = 1
+        # every GPU of the VM: Slurm's cgroups hide those not requested
+        self.num_gpus_per_node = extras.get('gpus_per_node', 0)
 
     @run_before('run')
     def ask_imex(self):
