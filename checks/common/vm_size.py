@@ -86,7 +86,7 @@ class VmSize(rfm.RegressionTestPlugin):
         url = self.current_partition.extras.get('vm_size_url')
         if self.is_local() or not url:
             return
-        self.prerun_cmds.append(record_command(url))
+        self.prerun_cmds.insert(0, record_command(url))  # before any cd
         self.keep_files.append(VM_SIZE_FILE)
 
     @run_after('run')
