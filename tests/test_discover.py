@@ -171,3 +171,15 @@ def test_print_and_out(tmp_path):
     assert site_file.load(shared) == [('hbv4', 'hbv4', 'hpc'),
                                       ('ndv4', 'ndv4', 'gpu'),
                                       ('ndgb200v6', 'ndgb200v6', 'gb200')]
+
+
+def test_the_sinfo_stand_in_refuses_other_command_lines():
+    sinfo = CCWS_SINFO / 'sinfo'
+    other = subprocess.run([str(sinfo), '-N'], capture_output=True,
+                           text=True, timeout=30)
+    assert other.returncode != 0 and 'unexpected arguments' in other.stderr
+    right = subprocess.run([str(sinfo), *discovery.SINFO_ARGV[1:]],
+                           capture_output=True, text=True, timeout=30)
+    assert right.returncode == 0
+    assert right.stdout == (DATA / 'ccws' / 'sinfo-N-partitions.txt') \
+        .read_text()

@@ -183,3 +183,29 @@ def test_slurm_blocks_stand_in_where_the_nodes_recorded_no_domain():
          'ndgb200v6-set-across-nvlink-domains']
     # not a multi-node NVLink partition: blocks are not asked for
     assert nvlink.domains_so_far([], set_phase, None) == {}
+
+
+def test_the_gb200_stand_ins_refuse_other_command_lines(tmp_path):
+    env = {**os.environ, 'SLURMD_NODENAME': 'sb-n1',
+           'CLUSTERPROOF_REPLAY_NVIDIA_SMI_SB_N1': str(RACK_A)}
+    smi = STANDINS / 'gb200' / 'nvidia-smi'
+    ok = subprocess.run([str(smi), '-q'], env=env, capture_output=True,
+                        text=True, timeout=30)
+    assert ok.returncode == 0 and ok.stdout == RACK_A.read_text()
+    other = subprocess.run([str(smi), '-L'], env=env, capture_output=True,
+                           text=True, timeout=30)
+    assert other.returncode == 2 and 'only -q is replayed' in other.stderr
+    unknown = subprocess.run([str(smi), '-q'], capture_output=True, text=True,
+                             env={**env, 'SLURMD_NODENAME': 'sb-n9'},
+                             timeout=30)
+    assert unknown.returncode == 2
+    systemctl = STANDINS / 'gb200' / 'systemctl'
+    down = subprocess.run([str(systemctl), 'is-active', 'nvidia-imex'],
+                          env={**env, 'CLUSTERPROOF_STANDIN_IMEX_SB_N1':
+                               'failed'}, capture_output=True, text=True,
+                          timeout=30)
+    assert (down.returncode, down.stdout) == (3, 'failed\n')
+    wrong = subprocess.run([str(systemctl), 'restart', 'nvidia-imex'],
+                           env=env, capture_output=True, text=True,
+                           timeout=30)
+    assert wrong.returncode == 2
