@@ -68,6 +68,8 @@ def test_discover_writes_a_site_file_a_dry_run_turns_into_cluster_jobs(
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r'^  gpu: ndv4 .*AMBIGUOUS, could be ndv4, ndv5, '
                      r'ndh200v5', result.stdout, re.M)
+    assert '; 3 of 4 nodes powered down (`clusterproof acceptance ' \
+        '--power-up` starts them)' in result.stdout
     written = tmp_path / 'home' / site_file.FILE_NAME
     data = yaml.safe_load(written.read_text())
     assert data['partitions'] == {

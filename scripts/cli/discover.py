@@ -42,6 +42,11 @@ def _summary_line(proposal) -> str:
     if len(proposal.candidates) > 1:
         line += (f'; AMBIGUOUS, could be {", ".join(proposal.candidates)}: '
                  'the first job\'s observed VM size settles it')
+    down = sum(count for state, count in part.states.items()
+               if state.endswith('~'))
+    if down:
+        line += (f'; {down} of {len(part.nodes)} nodes powered down '
+                 '(`clusterproof acceptance --power-up` starts them)')
     return line
 
 
