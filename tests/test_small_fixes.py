@@ -108,8 +108,8 @@ def test_acceptance_lists_and_counts_what_passed():
     assert table[1].split()[:7] == ['local:default', '(whole)', 'HpccNode',
                                     '-', '-', '-', 'pass']
     assert summary.count_line(summary.node_counts([]), counts) == (
-        '0 node(s): 0 bad, 0 suspect, 0 not measured, 0 good; 3 check '
-        'result(s): 1 passed, 1 failed, 1 not measured')
+        '0 node(s): 0 bad, 0 suspect, 0 not measured, 0 powered down, 0 '
+        'good; 3 check result(s): 1 passed, 1 failed, 1 not measured')
 
 
 def test_a_failure_without_a_node_names_no_bad_node():

@@ -10,12 +10,13 @@ from .parsed_output import ParsedOutput
 from .progress import ReportsProgress
 from .sku_references import SkuReferences
 from .time_limit import TimeLimited
+from .vm_size import VmSize
 from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool, JobNodes, TimeLimited, FitsPartition,
-                    ReportsProgress):
+                    ExternalTool, JobNodes, VmSize, TimeLimited,
+                    FitsPartition, ReportsProgress):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

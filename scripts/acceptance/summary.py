@@ -9,7 +9,7 @@ from pathlib import Path
 from config.results import records, store
 
 from .verdicts import (FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
-                       WHOLE_PARTITION, Finding, NodeVerdict)
+                       POWERED_DOWN, WHOLE_PARTITION, Finding, NodeVerdict)
 
 COLUMNS = ('node', 'check', 'metric', 'value', 'reference', 'verdict',
            'reason')
@@ -33,7 +33,8 @@ def whole_partition_passes(findings: list[Finding]) -> list[dict]:
     return [{'partition': partition, 'check': check,
              'results': sum(1 for f in found if f.metric)}
             for (partition, check), found in cases.items()
-            if not any(f.verdict in (FAIL, NOT_MEASURED) for f in found)]
+            if not any(f.verdict in (FAIL, NOT_MEASURED, POWERED_DOWN)
+                       for f in found)]
 
 
 def check_counts(findings: list[Finding]) -> dict[str, int]:
@@ -45,9 +46,12 @@ def check_counts(findings: list[Finding]) -> dict[str, int]:
                          set()).add(f.verdict)
     counts = {PASS: 0, FAIL: 0, NOT_MEASURED: 0}
     for verdicts in cases.values():
-        outcome = next(v for v in (FAIL, NOT_MEASURED, PASS)
-                       if v in verdicts or v == PASS)
-        counts[outcome] += 1
+        if FAIL in verdicts:
+            counts[FAIL] += 1
+        elif verdicts & {NOT_MEASURED, POWERED_DOWN}:
+            counts[NOT_MEASURED] += 1
+        else:
+            counts[PASS] += 1
     return counts
 
 
@@ -144,10 +148,11 @@ def write_summary(document: dict, directory: Path) -> Path:
 def not_measured_rows(verdicts: list[NodeVerdict],
                       partition_findings: list[Finding],
                       session_id: str) -> list[dict]:
-    """One store row per finding that is not measured: check_perf_result
-    'not_measured', the node in check_job_nodelist, the reason."""
+    """One store row per finding that is not measured (powered-down nodes
+    included): check_perf_result 'not_measured', the node in
+    check_job_nodelist, the reason."""
     findings = [f for v in verdicts for f in v.findings
-                if f.verdict == NOT_MEASURED]
+                if f.verdict in (NOT_MEASURED, POWERED_DOWN)]
     findings += [f for f in partition_findings if f.verdict == NOT_MEASURED]
     rows = []
     for f in findings:
