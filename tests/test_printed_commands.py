@@ -38,6 +38,13 @@ def readme_block(after: str) -> list[str]:
     return [line for line in match.group(1).splitlines() if line.strip()]
 
 
+def readme_lines_with(text: str) -> list[str]:
+    """Every command line of the README's ``sh`` blocks holding ``text``."""
+    blocks = re.findall(r'^```sh\n(.*?)^```', README.read_text(), re.S | re.M)
+    return [line for block in blocks for line in block.splitlines()
+            if text in line]
+
+
 def user_checkout(tmp_path):
     cwd = tmp_path / 'checkout'
     cwd.mkdir()
@@ -141,10 +148,7 @@ def test_node_outliers_after_the_quick_start_says_why_it_is_empty(quick_start):
 
 
 def test_the_report_example(quick_start):
-    [line] = [line for line in readme_block('Reading results')
-              if ' report --out ' in line] or \
-        [line for line in readme_block('--partition` narrow')
-         if ' report --out ' in line]
+    [line] = readme_lines_with(' report --out ')
     result, _ = run_shell(line, quick_start.env, EXAMPLE_BOUND_S,
                           quick_start.cwd)
     assert result.returncode == 0, result.stderr
