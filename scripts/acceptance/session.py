@@ -6,12 +6,14 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.results import azure_logs, store
+from scripts.judging import peers
 
-from . import plan, slurm, summary, verdicts
+from . import judge, plan, slurm, summary, verdicts
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'config' / 'config.py'
@@ -34,6 +36,7 @@ class Options:
     drain: bool = False
     dry_run: bool = False
     max_drain: int | None = None
+    peer_rules: peers.Rules = field(default_factory=peers.Rules)
 
 
 def reframe_command() -> list[str]:
@@ -100,11 +103,16 @@ def _read_report(report: Path, returncode: int, log: Path) -> dict:
                         f'(exit {returncode}); see {log}') from None
 
 
+REFERENCE_WORDS = {verdicts.PEERS: "peers' median",
+                   verdicts.SITE_BASELINE: 'site baseline'}
+
+
 def _drain_reason(verdict: verdicts.NodeVerdict) -> str:
     worst = verdict.worst_findings()[0]
     if worst.metric:
         unit = f' {worst.unit}' if worst.unit else ''
-        what = (f'{worst.metric}={worst.value:g}{unit} ref '
+        against = REFERENCE_WORDS.get(worst.basis, 'ref')
+        what = (f'{worst.metric}={worst.value:g}{unit} {against} '
                 f'{worst.reference:g}{unit}') if worst.value is not None \
             and worst.reference is not None else worst.metric
     else:
@@ -194,11 +202,26 @@ def _inventory(options: Options, say):
     return nodes, phases, notes
 
 
+def _judge_after_run(results: list[PhaseResult], findings: list,
+                     started: float, options: Options) -> list:
+    """Peers and common mode, from the rows the phases stored; adds to
+    *findings* and returns the peer judgements (for the verdict rows)."""
+    jobids = {str(case['jobid']) for result in results
+              for case in result.cases if case.get('jobid')}
+    rows = judge.rows_of_run(jobids, started)
+    judge.link_rows(findings, rows)
+    judgements = judge.peer_judgements(rows, options.peer_rules)
+    findings += judge.peer_findings(judgements, findings)
+    findings += judge.shared_failures(findings)
+    return judgements
+
+
 def run(options: Options, say=print) -> int:
     session_id = store.new_session_id()
     workdir = store.home() / 'acceptance' / session_id
     workdir.mkdir(parents=True, exist_ok=True)
     broken, findings, nodes, notes, drains = [], [], {}, [], []
+    judgements, started = [], time.time()
     try:
         nodes, phases, notes = _inventory(options, say)
         results = [run_phase(p, options, workdir, say) for p in phases]
@@ -206,6 +229,7 @@ def run(options: Options, say=print) -> int:
             broken += verdicts.scheduler_trouble(result.cases)
             for case in result.cases:
                 findings += verdicts.case_findings(case, result.skipped)
+        judgements = _judge_after_run(results, findings, started, options)
         if nodes:
             slurm.check_controller()
     except (RunBroken, slurm.SchedulerError) as error:
@@ -230,10 +254,13 @@ def run(options: Options, say=print) -> int:
             for note in drain_notes:
                 say(note)
             apply_drains(drains, options.dry_run, say)
-        rows_file = summary.store_rows(summary.not_measured_rows(
-            node_verdicts, partition_findings, session_id), session_id)
+        rows_file = summary.store_rows(
+            summary.not_measured_rows(node_verdicts, partition_findings,
+                                      session_id)
+            + summary.shared_failure_rows(partition_findings, session_id)
+            + judge.peer_verdict_rows(judgements, session_id), session_id)
         if rows_file:
-            say(f'not-measured findings stored in {rows_file}')
+            say(f'findings and verdicts stored in {rows_file}')
     document = summary.summary_document(
         session_id, code, [] if broken else node_verdicts,
         [] if broken else partition_findings, broken, drains, notes)

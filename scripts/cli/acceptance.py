@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from scripts.acceptance import plan, session
+from scripts.judging import peers
 
 DEFAULT_TAG = 'acceptance'
 
@@ -58,10 +59,56 @@ def add_parser(subparsers):
                         help="give up a job still pending after TIME (ReFrame "
                              "duration, e.g. 30m, 4h; default 2h): its nodes "
                              "are reported not measured; 'none' waits forever")
+    parser.add_argument('--peer-tolerance', action='append', default=[],
+                        metavar='[TEST=]PCT',
+                        help='a node fails against its peers when worse '
+                             'than their median by more than PCT%% (and '
+                             'beyond --peer-z); TEST= sets it for one test '
+                             f'class (default {100 * peers.DEFAULT_TOLERANCE:g})')
+    parser.add_argument('--peer-z', action='append', default=[],
+                        metavar='[TEST=]Z',
+                        help='... and its robust z-score (median absolute '
+                             'deviation) is beyond Z (default '
+                             f'{peers.DEFAULT_Z_LIMIT:g})')
+    parser.add_argument('--min-peers', type=int,
+                        default=peers.DEFAULT_MIN_NODES, metavar='N',
+                        help='judge against peers only groups of at least N '
+                             'nodes, the node included (default '
+                             f'{peers.DEFAULT_MIN_NODES})')
     parser.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_ARGS',
                         help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
     return parser
+
+
+def _settings(values: list[str], what: str) -> dict[str, float]:
+    """['12', 'OsuPointToPoint=20'] -> {'': 12.0, 'OsuPointToPoint': 20.0}"""
+    found = {}
+    for value in values:
+        test, _, number = value.rpartition('=')
+        try:
+            found[test] = float(number)
+        except ValueError:
+            raise ValueError(f'{what} {value!r}: not [TEST=]NUMBER') from None
+        if found[test] < 0:
+            raise ValueError(f'{what} {value!r}: must be 0 or more')
+    return found
+
+
+def peer_rules(args) -> peers.Rules:
+    tolerances = _settings(args.peer_tolerance, '--peer-tolerance')
+    limits = _settings(args.peer_z, '--peer-z')
+    if args.min_peers < 2:
+        raise ValueError('--min-peers must be 2 or more')
+
+    def rule(test: str) -> peers.Rule:
+        return peers.Rule(
+            tolerances.get(test, tolerances.get(
+                '', 100 * peers.DEFAULT_TOLERANCE)) / 100,
+            limits.get(test, limits.get('', peers.DEFAULT_Z_LIMIT)),
+            args.min_peers)
+    tests = sorted((set(tolerances) | set(limits)) - {''})
+    return peers.Rules(rule(''), tuple((t, rule(t)) for t in tests))
 
 
 def run(args) -> int:
@@ -79,11 +126,12 @@ def run(args) -> int:
         tags=args.tag or [DEFAULT_TAG], excludes=args.exclude,
         extra=args.reframe_args,
         max_pending=None if args.max_pending == 'none' else args.max_pending)
-    options = session.Options(
-        selection=selection, system=args.system, partitions=args.partition,
-        retries=args.retry_failed, drain=args.drain, dry_run=args.dry_run,
-        max_drain=args.max_drain)
     try:
+        options = session.Options(
+            selection=selection, system=args.system,
+            partitions=args.partition, retries=args.retry_failed,
+            drain=args.drain, dry_run=args.dry_run, max_drain=args.max_drain,
+            peer_rules=peer_rules(args))
         return session.run(options, say=lambda line: print(line, flush=True))
     except ValueError as error:
         print(f'acceptance: {error}', file=sys.stderr)

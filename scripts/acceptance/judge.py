@@ -1,0 +1,145 @@
+"""What acceptance decides after its ReFrame sessions, from the rows they
+stored: each node against its peers, and failures shared by most of a
+partition turned into one partition finding (scripts/judging/ holds the
+rules)."""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+
+from config.results import store
+from scripts.judging import common_mode, peers
+
+from . import summary
+from .plan import scope_of
+from .verdicts import (FAIL, NOT_MEASURED, PASS, PEERS, WHOLE_PARTITION,
+                       Finding)
+
+JUDGED_SCOPES = ('node', 'pair')
+# A row whose own verdict is one of these has none: peers give it one.
+NO_VERDICT = ('no_reference', 'informational', None)
+
+
+def rows_of_run(jobids: set[str], since: float) -> list[dict]:
+    """The stored rows of this run's jobs (the last attempt of every test
+    case), read from the session files written since it started."""
+    if not jobids:
+        return []
+    found = []
+    for path in store.session_files():
+        try:
+            if os.path.getmtime(path) < since:
+                continue
+        except OSError:
+            continue
+        found += [row for row in store.read_session_file(path)
+                  if str(row.get('check_jobid')) in jobids
+                  and not row.get('judged_record_id')]
+    return found
+
+
+def row_var(row: dict) -> str:
+    """The perf variable as ReFrame named it (the device appended)."""
+    var = row.get('check_perf_var') or ''
+    return f"{var}_{row['device']}" if row.get('device') else var
+
+
+def link_rows(findings: list[Finding], rows: list[dict]) -> None:
+    """Give each metric finding the record_id of the row it judges."""
+    by_job = {(str(r.get('check_jobid')), row_var(r)): r['record_id']
+              for r in rows}
+    for f in findings:
+        if f.metric and f.record_id is None:
+            f.record_id = by_job.get((str(f.jobid), f.metric))
+
+
+def _partition(row: dict) -> str:
+    return f"{row.get('check_system')}:{row.get('check_partition')}"
+
+
+def _scope(row: dict) -> str:
+    return scope_of(peers.test_of(row))
+
+
+def peer_judgements(rows: list[dict], rules: peers.Rules
+                    ) -> list[peers.Judgement]:
+    return [j for j in peers.judge_rows(
+        [r for r in rows if _scope(r) in JUDGED_SCOPES], rules)
+        if j.median is not None]
+
+
+def peer_findings(judgements: list[peers.Judgement],
+                  measured: list[Finding]) -> list[Finding]:
+    """A failing finding, basis peers, for each node of each member that
+    fails against its peers (with the attempts of the measurement, from
+    the *measured* findings of the same row)."""
+    attempts = {f.record_id: f.attempts for f in measured if f.record_id}
+    found = []
+    for j in judgements:
+        if not j.fail:
+            continue
+        row = j.row
+        nodes = list(row['check_job_nodelist'])
+        scope = _scope(row)
+        for node in nodes:
+            partner = next((n for n in nodes if n != node), None) \
+                if scope == 'pair' else None
+            found.append(Finding(
+                node=node, partition=_partition(row),
+                check=peers.unpinned(row.get('check_display_name')),
+                verdict=FAIL, scope=scope, metric=row_var(row),
+                value=j.value, unit=row.get('check_perf_unit'),
+                reference=j.median, reason=j.reason(
+                    row.get('check_perf_unit')),
+                partner=partner, jobid=row.get('check_jobid'),
+                attempts=attempts.get(row['record_id'], 1),
+                basis=PEERS, record_id=row['record_id']))
+    return found
+
+
+def worth_a_row(judgement: peers.Judgement) -> bool:
+    """Whether a verdict row says something the judged row does not: a
+    failure, or a pass where the row had no verdict of its own."""
+    return judgement.fail or judgement.row.get('check_perf_result') in \
+        NO_VERDICT
+
+
+def peer_verdict_rows(judgements: list[peers.Judgement], session_id: str
+                      ) -> list[dict]:
+    return [summary.verdict_row(
+        j.row, session_id, FAIL if j.fail else PASS, PEERS,
+        j.reason(j.row.get('check_perf_unit')), j.median)
+        for j in judgements if worth_a_row(j)]
+
+
+def _unit(f: Finding) -> frozenset:
+    return frozenset({f.node, f.partner} - {None})
+
+
+def shared_failures(findings: list[Finding]) -> list[Finding]:
+    """Mark the failures most of a partition shares (common_mode) and
+    return one partition finding for each."""
+    judged_units = defaultdict(set)
+    failing = []
+    for f in findings:
+        if f.node == WHOLE_PARTITION or f.scope not in JUDGED_SCOPES \
+                or f.verdict == NOT_MEASURED:
+            continue
+        judged_units[(f.partition, f.scope)].add(_unit(f))
+        if f.verdict == FAIL:
+            failing.append(f)
+    shared = common_mode.common_mode(
+        [common_mode.Failure(f.partition, f.scope, _unit(f), f.check,
+                             f.metric, f.reason) for f in failing],
+        {key: len(units) for key, units in judged_units.items()})
+    found = []
+    for s in shared:
+        for f in failing:
+            if (f.partition, f.scope, f.check, f.metric) == \
+                    (s.partition, s.scope, s.check, s.metric) and \
+                    common_mode.masked(f.reason, tuple(_unit(f))) == s.reason:
+                f.common_mode = True
+        found.append(Finding(node=WHOLE_PARTITION, partition=s.partition,
+                             check=s.check, verdict=FAIL, scope='common',
+                             metric=s.metric, reason=s.describe()))
+    return found

@@ -1,0 +1,107 @@
+"""Acceptance judges every node against its peers, for real on the
+four-node sandbox Slurm, with no reference configured: one node's STREAM
+stand-in replays a real output 16% below the others; then every node
+replays the same failure (a setup error), which is the partition's."""
+import re
+import subprocess
+from pathlib import Path
+
+from scripts.query.runner import Runner
+from tests.helpers import DATA
+from tests.test_acceptance import (NODES, STREAM_ONLY, acceptance,  # noqa: F401
+                                   node_state, sandbox_env, stored,
+                                   verdict_of)
+
+BUSY_STREAM = DATA / 'stream' / 'stream_c_omp2_20M_busy_vm.out'
+ONE_THREAD_STREAM = DATA / 'stream' / 'stream_c_omp1_10M.out'
+# The sandbox's own method: informational against the shipped HBv4
+# reference (another method), so only the peers can judge it.
+SANDBOX_METHOD = ['--', '-S', 'num_threads=2', '-S', 'array_size=20000000']
+ARGS = ['--system', 'sandbox', '--partition', 'hbv4', *STREAM_ONLY]
+
+
+def no_references(env):
+    return {k: v for k, v in env.items() if k != 'CLUSTERPROOF_REFERENCES'}
+
+
+def test_a_node_below_its_peers_fails_on_basis_peers(sandbox_env):
+    env = {**no_references(sandbox_env),
+           'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N3': str(BUSY_STREAM)}
+    result, summary = acceptance(env, *ARGS, '--drain', '--dry-run',
+                                 *SANDBOX_METHOD)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert verdict_of(summary) == {'sb-n3': 'bad', 'sb-n1': 'good',
+                                   'sb-n2': 'good', 'sb-n4': 'good'}
+    assert re.search(r"^sb-n3 +StreamCheck +triad_bw +10382\.9 MB/s +12369\.6 "
+                     r"MB/s +bad +peers: 16\.1% below the 3 peers' median "
+                     r"12,369\.6 MB/s$", out, re.M), out
+    assert re.search(r"^would run: scontrol update nodename=sb-n3 "
+                     r"state=drain .*StreamCheck copy_bw=9048 MB/s peers' "
+                     r"median 11422 MB/s", out, re.M), out
+    bad = next(n for n in summary['nodes'] if n['node'] == 'sb-n3')
+    assert {f['basis'] for f in bad['findings'] if f['verdict'] == 'fail'} \
+        == {'peers'}
+    assert {f['metric'] for f in bad['findings'] if f['verdict'] == 'fail'} \
+        == {'copy_bw', 'scale_bw', 'add_bw', 'triad_bw'}
+
+    # stored rows never change: the verdicts are rows of their own
+    rows = stored(env)
+    measured = {r['record_id']: r for r in rows
+                if r['facility'] == 'reframe'}
+    assert {r['check_perf_result'] for r in measured.values()} == \
+        {'informational'}
+    verdict_rows = [r for r in rows if r['judged_record_id']]
+    assert len(verdict_rows) == 16
+    for row in verdict_rows:
+        judged = measured[row['judged_record_id']]
+        assert row['facility'] == 'clusterproof-acceptance'
+        assert row['verdict_basis'] == 'peers'
+        assert row['check_perf_var'] == judged['check_perf_var']
+        assert row['check_job_nodelist'] == judged['check_job_nodelist']
+        assert row['check_perf_value'] is None
+        assert row['check_perf_result'] == (
+            'fail' if judged['check_job_nodelist'] == ['sb-n3'] else 'pass')
+    failed = {r['judged_record_id'] for r in verdict_rows
+              if r['check_perf_result'] == 'fail'}
+
+    # node_outliers on the same store: the slow node (pins stripped), the
+    # same rows as the peer verdicts
+    runner = Runner(results_dir=Path(env['CLUSTERPROOF_HOME']) / 'results')
+    outliers = runner.run('node_outliers').records()
+    assert {r['record_id'] for r in outliers if r['outlier']} == failed
+    assert {r['variant'] for r in outliers} == {'StreamCheck'}
+    assert all(r['peers'] == 3 for r in outliers)
+    latest = {r['node']: r for r in runner.run('latest_by_node').records()}
+    assert latest['sb-n3']['check_result'] == 'fail'
+    assert latest['sb-n3']['verdict_basis'] == 'peers'
+    assert "below the 3 peers' median" in latest['sb-n3']['check_fail_reason']
+    assert latest['sb-n1']['check_result'] == 'pass'
+    summary_rows = runner.run('run_summary').records()
+    assert ['peers'] in [r['failed_on'] for r in summary_rows]
+    assert node_state('sb-n3') == 'idle'
+
+
+def test_the_same_failure_on_every_node_is_the_partitions(sandbox_env):
+    # a setup error every node shares: STREAM runs one thread where the
+    # test asked for two (here: every node replays a one-thread output)
+    env = {**no_references(sandbox_env),
+           'CLUSTERPROOF_REPLAY_STREAM_C_EXE': str(ONE_THREAD_STREAM)}
+    result, summary = acceptance(env, *ARGS, '--drain', *SANDBOX_METHOD)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert verdict_of(summary) == {n: 'good' for n in NODES}
+    [shared] = summary['partition_findings']
+    assert shared['partition'] == 'sandbox:hbv4'
+    assert shared['reason'] == (
+        'configuration or software (4 of 4 nodes): sanity error: wrong '
+        'thread count: STREAM counted 1 OpenMP threads, the test asked for 2')
+    assert re.search(r'^sandbox:hbv4 \(whole\) +StreamCheck .* fail +'
+                     r'configuration or software \(4 of 4 nodes\)', out, re.M)
+    assert 'drained' not in out and summary['drain'] == []
+    assert [node_state(n) for n in NODES] == ['idle'] * 4
+    rows = [r for r in stored(env) if r['facility'] ==
+            'clusterproof-acceptance']
+    assert [(r['check_result'], r['check_job_nodelist']) for r in rows] == \
+        [('fail', [])]
+    assert rows[0]['check_fail_reason'] == shared['reason']
