@@ -1,13 +1,15 @@
 """Acceptance judges every node against its peers, for real on the
 four-node sandbox Slurm, with no reference configured: one node's STREAM
 stand-in replays a real output 16% below the others; then every node
-replays the same failure (a setup error), which is the partition's."""
+replays the same failure (a setup error), which is the partition's; then
+a site baseline built from one run judges the next, both ways."""
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from scripts.query.runner import Runner
-from tests.helpers import DATA
+from tests.helpers import DATA, REPO
 from tests.test_acceptance import (NODES, STREAM_ONLY, acceptance,  # noqa: F401
                                    node_state, sandbox_env, stored,
                                    verdict_of)
@@ -105,3 +107,52 @@ def test_the_same_failure_on_every_node_is_the_partitions(sandbox_env):
     assert [(r['check_result'], r['check_job_nodelist']) for r in rows] == \
         [('fail', [])]
     assert rows[0]['check_fail_reason'] == shared['reason']
+
+
+HIGH_STREAM = DATA / 'stream' / 'stream_c_omp2_20M_busy_vm_high.out'
+
+
+def test_a_site_baseline_judges_the_next_run_both_ways(sandbox_env,
+                                                        tmp_path):
+    env = no_references(sandbox_env)
+    result, _ = acceptance(env, *ARGS, *SANDBOX_METHOD)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = tmp_path / 'baselines'
+    made = subprocess.run(
+        [sys.executable, str(REPO / 'scripts' / 'clusterproof'), 'baseline',
+         '--min-runs', '1', '--out', str(out)], env=env, cwd=str(REPO),
+        capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert re.search(r'^sandbox +StreamCheck +triad_bw\|HB176rs_v4\|'
+                     r'array_size=20000000,num_threads=2\|1n\|- +- +'
+                     r'12369\.6 MB/s +11132\.6\.\.13606\.6 +1 +4 +new$',
+                     made.stdout, re.M), made.stdout
+
+    # the next run: one node 16% low, one 75% above (another real run of
+    # the same binary); too few nodes for peers (--min-peers 5), so only
+    # the baseline can tell
+    env = {**env, 'CLUSTERPROOF_BASELINES': str(out),
+           'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N3': str(BUSY_STREAM),
+           'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N2': str(HIGH_STREAM)}
+    result, summary = acceptance(env, *ARGS, '--min-peers', '5',
+                                 '--max-drain', '2', *SANDBOX_METHOD)
+    out_text = result.stdout
+    assert result.returncode == 1, out_text + result.stderr
+    assert verdict_of(summary) == {'sb-n2': 'bad', 'sb-n3': 'bad',
+                                   'sb-n1': 'good', 'sb-n4': 'good'}
+    assert re.search(r'^sb-n3 +StreamCheck +triad_bw +10382\.9 MB/s +'
+                     r'12369\.6 MB/s +bad +site baseline: 16\.1% below the '
+                     r'site baseline 12,369\.6 MB/s \(bound 11,132\.6 MB/s; '
+                     r'site baseline: 1 runs on 4 nodes, ', out_text, re.M), \
+        out_text
+    assert re.search(r'^sb-n2 +StreamCheck +triad_bw +21682\.3 MB/s .* '
+                     r'above the site baseline 12,369\.6 MB/s', out_text,
+                     re.M), out_text
+    bases = {f['basis'] for n in summary['nodes'] for f in n['findings']
+             if f['verdict'] == 'fail'}
+    assert bases == {'site_baseline'}
+    rows = [r for r in stored(env) if r['judged_record_id']
+            and r['session_id'] == summary['session_id']]
+    assert {r['verdict_basis'] for r in rows} == {'site_baseline'}
+    good = [r for r in rows if r['check_job_nodelist'] == ['sb-n1']]
+    assert {r['check_perf_result'] for r in good} == {'pass'}

@@ -1,19 +1,20 @@
 """What acceptance decides after its ReFrame sessions, from the rows they
-stored: each node against its peers, and failures shared by most of a
-partition turned into one partition finding (scripts/judging/ holds the
-rules)."""
+stored: each node against its peers and against the site baseline, and
+failures shared by most of a partition turned into one partition finding
+(scripts/judging/ holds the rules)."""
 from __future__ import annotations
 
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 
 from config.results import store
-from scripts.judging import common_mode, peers
+from scripts.judging import baseline, common_mode, peers
 
 from . import summary
 from .plan import scope_of
-from .verdicts import (FAIL, NOT_MEASURED, PASS, PEERS, WHOLE_PARTITION,
-                       Finding)
+from .verdicts import (FAIL, NOT_MEASURED, PASS, PEERS, SITE_BASELINE,
+                       WHOLE_PARTITION, Finding)
 
 JUDGED_SCOPES = ('node', 'pair')
 # A row whose own verdict is one of these has none: peers give it one.
@@ -61,55 +62,72 @@ def _scope(row: dict) -> str:
     return scope_of(peers.test_of(row))
 
 
-def peer_judgements(rows: list[dict], rules: peers.Rules
-                    ) -> list[peers.Judgement]:
-    return [j for j in peers.judge_rows(
-        [r for r in rows if _scope(r) in JUDGED_SCOPES], rules)
-        if j.median is not None]
+@dataclass(frozen=True)
+class Decided:
+    """A verdict about one stored row, decided after the run."""
+    row: dict
+    basis: str
+    fail: bool
+    reason: str
+    reference: float | None   # what it was held against (median, baseline)
 
 
-def peer_findings(judgements: list[peers.Judgement],
-                  measured: list[Finding]) -> list[Finding]:
-    """A failing finding, basis peers, for each node of each member that
-    fails against its peers (with the attempts of the measurement, from
-    the *measured* findings of the same row)."""
+def peer_judgements(rows: list[dict], rules: peers.Rules) -> list[Decided]:
+    return [Decided(j.row, PEERS, j.fail,
+                    j.reason(j.row.get('check_perf_unit')), j.median)
+            for j in peers.judge_rows(
+                [r for r in rows if _scope(r) in JUDGED_SCOPES], rules)
+            if j.median is not None]
+
+
+def baseline_judgements(rows: list[dict], layer: baseline.Layer
+                        ) -> list[Decided]:
+    return [Decided(v.row, SITE_BASELINE, v.fail, v.reason, v.entry.value)
+            for v in baseline.judge_rows(rows, layer)]
+
+
+def failing_findings(decided: list[Decided],
+                     measured: list[Finding]) -> list[Finding]:
+    """A failing finding for each node of each failing row (with the
+    attempts of the measurement, from the *measured* findings of the same
+    row); a row of a check that ran once per partition fails the
+    partition."""
     attempts = {f.record_id: f.attempts for f in measured if f.record_id}
     found = []
-    for j in judgements:
-        if not j.fail:
+    for d in decided:
+        if not d.fail:
             continue
-        row = j.row
-        nodes = list(row['check_job_nodelist'])
+        row = d.row
         scope = _scope(row)
+        nodes = list(row.get('check_job_nodelist') or []) \
+            if scope in JUDGED_SCOPES else [WHOLE_PARTITION]
         for node in nodes:
             partner = next((n for n in nodes if n != node), None) \
                 if scope == 'pair' else None
             found.append(Finding(
                 node=node, partition=_partition(row),
                 check=peers.unpinned(row.get('check_display_name')),
-                verdict=FAIL, scope=scope, metric=row_var(row),
-                value=j.value, unit=row.get('check_perf_unit'),
-                reference=j.median, reason=j.reason(
-                    row.get('check_perf_unit')),
-                partner=partner, jobid=row.get('check_jobid'),
+                verdict=FAIL, scope=scope if scope in JUDGED_SCOPES
+                else 'whole', metric=row_var(row),
+                value=float(row['check_perf_value']),
+                unit=row.get('check_perf_unit'), reference=d.reference,
+                reason=d.reason, partner=partner,
+                jobid=row.get('check_jobid'),
                 attempts=attempts.get(row['record_id'], 1),
-                basis=PEERS, record_id=row['record_id']))
+                basis=d.basis, record_id=row['record_id']))
     return found
 
 
-def worth_a_row(judgement: peers.Judgement) -> bool:
+def worth_a_row(d: Decided) -> bool:
     """Whether a verdict row says something the judged row does not: a
     failure, or a pass where the row had no verdict of its own."""
-    return judgement.fail or judgement.row.get('check_perf_result') in \
-        NO_VERDICT
+    return d.fail or d.row.get('check_perf_result') in NO_VERDICT
 
 
-def peer_verdict_rows(judgements: list[peers.Judgement], session_id: str
-                      ) -> list[dict]:
-    return [summary.verdict_row(
-        j.row, session_id, FAIL if j.fail else PASS, PEERS,
-        j.reason(j.row.get('check_perf_unit')), j.median)
-        for j in judgements if worth_a_row(j)]
+def verdict_rows(decided: list[Decided], session_id: str) -> list[dict]:
+    return [summary.verdict_row(d.row, session_id, FAIL if d.fail else PASS,
+                                d.basis, d.reason, d.reference)
+            for d in decided if worth_a_row(d)]
 
 
 def _unit(f: Finding) -> frozenset:

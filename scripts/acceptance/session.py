@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.results import azure_logs, store
-from scripts.judging import peers
+from scripts.judging import baseline, peers
 
 from . import judge, plan, slurm, summary, verdicts
 
@@ -37,6 +37,7 @@ class Options:
     dry_run: bool = False
     max_drain: int | None = None
     peer_rules: peers.Rules = field(default_factory=peers.Rules)
+    baselines: baseline.Layer = field(default_factory=baseline.Layer)
 
 
 def reframe_command() -> list[str]:
@@ -204,16 +205,18 @@ def _inventory(options: Options, say):
 
 def _judge_after_run(results: list[PhaseResult], findings: list,
                      started: float, options: Options) -> list:
-    """Peers and common mode, from the rows the phases stored; adds to
-    *findings* and returns the peer judgements (for the verdict rows)."""
+    """Peers, site baseline and common mode, from the rows the phases
+    stored; adds to *findings* and returns the verdicts decided (for the
+    verdict rows)."""
     jobids = {str(case['jobid']) for result in results
               for case in result.cases if case.get('jobid')}
     rows = judge.rows_of_run(jobids, started)
     judge.link_rows(findings, rows)
-    judgements = judge.peer_judgements(rows, options.peer_rules)
-    findings += judge.peer_findings(judgements, findings)
+    decided = judge.peer_judgements(rows, options.peer_rules) + \
+        judge.baseline_judgements(rows, options.baselines)
+    findings += judge.failing_findings(decided, findings)
     findings += judge.shared_failures(findings)
-    return judgements
+    return decided
 
 
 def run(options: Options, say=print) -> int:
@@ -258,7 +261,7 @@ def run(options: Options, say=print) -> int:
             summary.not_measured_rows(node_verdicts, partition_findings,
                                       session_id)
             + summary.shared_failure_rows(partition_findings, session_id)
-            + judge.peer_verdict_rows(judgements, session_id), session_id)
+            + judge.verdict_rows(judgements, session_id), session_id)
         if rows_file:
             say(f'findings and verdicts stored in {rows_file}')
     document = summary.summary_document(

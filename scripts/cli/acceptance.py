@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from scripts.acceptance import plan, session
-from scripts.judging import peers
+from scripts.judging import baseline, peers
 
 DEFAULT_TAG = 'acceptance'
 
@@ -131,7 +131,8 @@ def run(args) -> int:
             selection=selection, system=args.system,
             partitions=args.partition, retries=args.retry_failed,
             drain=args.drain, dry_run=args.dry_run, max_drain=args.max_drain,
-            peer_rules=peer_rules(args))
+            peer_rules=peer_rules(args),
+            baselines=baseline.Layer.from_setting())
         return session.run(options, say=lambda line: print(line, flush=True))
     except ValueError as error:
         print(f'acceptance: {error}', file=sys.stderr)
