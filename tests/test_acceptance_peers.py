@@ -54,18 +54,20 @@ def test_a_node_below_its_peers_fails_on_basis_peers(sandbox_env):
     assert {r['check_perf_result'] for r in measured.values()} == \
         {'informational'}
     verdict_rows = [r for r in rows if r['judged_record_id']]
-    assert len(verdict_rows) == 16
+    assert len(verdict_rows) == 4            # sb-n3's four metrics
     for row in verdict_rows:
         judged = measured[row['judged_record_id']]
         assert row['facility'] == 'clusterproof-acceptance'
         assert row['verdict_basis'] == 'peers'
+        assert row['check_perf_result'] == 'fail'
         assert row['check_perf_var'] == judged['check_perf_var']
-        assert row['check_job_nodelist'] == judged['check_job_nodelist']
+        assert row['check_job_nodelist'] == judged['check_job_nodelist'] \
+            == ['sb-n3']
         assert row['check_perf_value'] is None
-        assert row['check_perf_result'] == (
-            'fail' if judged['check_job_nodelist'] == ['sb-n3'] else 'pass')
-    failed = {r['judged_record_id'] for r in verdict_rows
-              if r['check_perf_result'] == 'fail'}
+        assert row['check_perf_ref'] == next(
+            f['reference'] for f in bad['findings']
+            if f['metric'] == row['check_perf_var'] and f['basis'] == 'peers')
+    failed = {r['judged_record_id'] for r in verdict_rows}
 
     # node_outliers on the same store: the slow node (pins stripped), the
     # same rows as the peer verdicts
@@ -154,5 +156,40 @@ def test_a_site_baseline_judges_the_next_run_both_ways(sandbox_env,
     rows = [r for r in stored(env) if r['judged_record_id']
             and r['session_id'] == summary['session_id']]
     assert {r['verdict_basis'] for r in rows} == {'site_baseline'}
-    good = [r for r in rows if r['check_job_nodelist'] == ['sb-n1']]
-    assert {r['check_perf_result'] for r in good} == {'pass'}
+    assert sorted({r['check_job_nodelist'][0] for r in rows}) == \
+        ['sb-n2', 'sb-n3']
+
+
+def test_confirm_blames_only_a_node_that_fails_every_attempt(sandbox_env,
+                                                             tmp_path):
+    # sb-n3 is slow once, then like the others; sb-n1 stays slow
+    state = tmp_path / 'standin-state'
+    state.mkdir()
+    env = {**no_references(sandbox_env),
+           'CLUSTERPROOF_STANDIN_STATE': str(state),
+           'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N3':
+               f'{BUSY_STREAM}:{DATA / "stream" / "stream_c_omp2_20M.out"}',
+           'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N1':
+               f'{BUSY_STREAM}:{BUSY_STREAM}'}
+    result, summary = acceptance(env, *ARGS, '--confirm', '2',
+                                 *SANDBOX_METHOD)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert verdict_of(summary) == {'sb-n1': 'bad', 'sb-n2': 'good',
+                                   'sb-n3': 'good', 'sb-n4': 'good'}
+    assert 'confirming 2 node(s) of sandbox:hbv4 (attempt 1 of 2): ' \
+        'StreamCheck' in out
+    assert 'confirming 1 node(s) of sandbox:hbv4 (attempt 2 of 2)' in out
+    by_node = {n['node']: n for n in summary['nodes']}
+    n3 = [f for f in by_node['sb-n3']['findings'] if f['verdict'] == 'fail']
+    assert {f['metric'] for f in n3} == {'copy_bw', 'scale_bw', 'add_bw',
+                                         'triad_bw'}
+    assert all(f['confirmations'] == ['pass'] and
+               f['set_aside'] == 'passed when measured again' for f in n3)
+    n1 = [f for f in by_node['sb-n1']['findings'] if f['verdict'] == 'fail']
+    triad = next(f for f in n1 if f['metric'] == 'triad_bw')
+    assert triad['confirmations'] == ['fail (peers: 10382.9)'] * 2
+    assert triad['set_aside'] == ''
+    assert re.search(r'^sb-n3 .* good .*4 failure\(s\) passed when measured '
+                     r'again', out, re.M), out
+    assert (state / 'STREAM_C_EXE-SB_N3.runs').read_text() == '2'

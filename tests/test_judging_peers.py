@@ -174,3 +174,17 @@ def test_the_kql_rule_settings_follow_the_python_rule():
     assert peers.kql_with_rule(library.shipped()['node_outliers'].text,
                                peers.Rule()) == \
         library.shipped()['node_outliers'].text
+
+
+def test_judging_a_large_run_is_fast():
+    """tests/bench/judging.py times 1,000 nodes x 50 metrics (< 5 s); here
+    a fifth of the metrics, with room for a loaded CI machine."""
+    import time
+    from scripts.acceptance import judge
+    from tests.bench.judging import run_rows
+    rows = run_rows(1000, 10)
+    start = time.perf_counter()
+    decided = judge.peer_judgements(rows, peers.Rules())
+    assert time.perf_counter() - start < 3
+    slow = {d.row['check_job_nodelist'][0] for d in decided if d.fail}
+    assert len(slow) == 10

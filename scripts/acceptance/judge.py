@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from config.results import store
@@ -13,12 +14,11 @@ from scripts.judging import baseline, common_mode, peers
 
 from . import summary
 from .plan import scope_of
-from .verdicts import (FAIL, NOT_MEASURED, PASS, PEERS, SITE_BASELINE,
+from .verdicts import (FAIL, NOT_MEASURED, PEERS, SITE_BASELINE,
                        WHOLE_PARTITION, Finding)
 
 JUDGED_SCOPES = ('node', 'pair')
-# A row whose own verdict is one of these has none: peers give it one.
-NO_VERDICT = ('no_reference', 'informational', None)
+SHARED = 'shared by the partition'
 
 
 def rows_of_run(jobids: set[str], since: float) -> list[dict]:
@@ -70,11 +70,14 @@ class Decided:
     fail: bool
     reason: str
     reference: float | None   # what it was held against (median, baseline)
+    #: value -> whether it still fails on this basis (--confirm)
+    still_fails: Callable[[float], bool] | None = None
 
 
 def peer_judgements(rows: list[dict], rules: peers.Rules) -> list[Decided]:
     return [Decided(j.row, PEERS, j.fail,
-                    j.reason(j.row.get('check_perf_unit')), j.median)
+                    j.reason(j.row.get('check_perf_unit')) if j.fail else '',
+                    j.median, j.still_fails)
             for j in peers.judge_rows(
                 [r for r in rows if _scope(r) in JUDGED_SCOPES], rules)
             if j.median is not None]
@@ -82,7 +85,9 @@ def peer_judgements(rows: list[dict], rules: peers.Rules) -> list[Decided]:
 
 def baseline_judgements(rows: list[dict], layer: baseline.Layer
                         ) -> list[Decided]:
-    return [Decided(v.row, SITE_BASELINE, v.fail, v.reason, v.entry.value)
+    return [Decided(v.row, SITE_BASELINE, v.fail, v.reason, v.entry.value,
+                    lambda value, entry=v.entry: not
+                    entry.bounds()[0] <= value <= entry.bounds()[1])
             for v in baseline.judge_rows(rows, layer)]
 
 
@@ -118,16 +123,13 @@ def failing_findings(decided: list[Decided],
     return found
 
 
-def worth_a_row(d: Decided) -> bool:
-    """Whether a verdict row says something the judged row does not: a
-    failure, or a pass where the row had no verdict of its own."""
-    return d.fail or d.row.get('check_perf_result') in NO_VERDICT
-
-
 def verdict_rows(decided: list[Decided], session_id: str) -> list[dict]:
-    return [summary.verdict_row(d.row, session_id, FAIL if d.fail else PASS,
-                                d.basis, d.reason, d.reference)
-            for d in decided if worth_a_row(d)]
+    """A verdict row for every failure decided after the run (a pass adds
+    nothing the judged row does not say, and 1,000 nodes x 50 metrics
+    would double the store)."""
+    return [summary.verdict_row(d.row, session_id, FAIL, d.basis, d.reason,
+                                d.reference)
+            for d in decided if d.fail]
 
 
 def _unit(f: Finding) -> frozenset:
@@ -156,7 +158,7 @@ def shared_failures(findings: list[Finding]) -> list[Finding]:
             if (f.partition, f.scope, f.check, f.metric) == \
                     (s.partition, s.scope, s.check, s.metric) and \
                     common_mode.masked(f.reason, tuple(_unit(f))) == s.reason:
-                f.common_mode = True
+                f.set_aside = SHARED
         found.append(Finding(node=WHOLE_PARTITION, partition=s.partition,
                              check=s.check, verdict=FAIL, scope='common',
                              metric=s.metric, reason=s.describe()))

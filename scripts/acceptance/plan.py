@@ -86,17 +86,22 @@ class Phase:
     partition: str
     scope: str
     pins: list[tuple[str, ...]] = field(default_factory=list)
+    #: only these test classes of the scope (a confirmation run)
+    names: tuple[str, ...] = ()
+    #: told apart from the first run of the scope (e.g. 'confirm-1')
+    suffix: str = ''
 
     @property
     def label(self) -> str:
-        return f'{self.partition}-{self.scope}'
+        return f'{self.partition}-{self.scope}' + (
+            f'-{self.suffix}' if self.suffix else '')
 
     def scope_options(self) -> list[str]:
         if self.scope == 'whole':
             return ['-x', names_pattern(NODE_CHECKS + PAIR_CHECKS
                                         + SET_CHECKS)]
-        names = {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
-                 'set': SET_CHECKS}[self.scope]
+        names = self.names or {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
+                               'set': SET_CHECKS}[self.scope]
         values = VALUE_DELIMITER.join(','.join(pin) for pin in self.pins)
         options = ['-n', names_pattern(names),
                    '-P', f'{PIN_VARIABLE}={values}',

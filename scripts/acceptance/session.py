@@ -13,7 +13,7 @@ from pathlib import Path
 from config.results import azure_logs, store
 from scripts.judging import baseline, peers
 
-from . import judge, plan, slurm, summary, verdicts
+from . import confirm, judge, plan, slurm, summary, verdicts
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'config' / 'config.py'
@@ -38,6 +38,8 @@ class Options:
     max_drain: int | None = None
     peer_rules: peers.Rules = field(default_factory=peers.Rules)
     baselines: baseline.Layer = field(default_factory=baseline.Layer)
+    #: confirmation sessions of what a bad node failed (--confirm)
+    confirm: int = 0
 
 
 def reframe_command() -> list[str]:
@@ -219,6 +221,20 @@ def _judge_after_run(results: list[PhaseResult], findings: list,
     return decided
 
 
+def _measure_again(results: list[PhaseResult], started: float,
+                   options: Options) -> tuple[list, list]:
+    """The findings of confirmation sessions, with their baseline
+    verdicts (their peers are the first run's: confirm.py)."""
+    findings = [f for result in results for case in result.cases
+                for f in verdicts.case_findings(case, result.skipped)]
+    jobids = {str(case['jobid']) for result in results
+              for case in result.cases if case.get('jobid')}
+    rows = judge.rows_of_run(jobids, started)
+    judge.link_rows(findings, rows)
+    decided = judge.baseline_judgements(rows, options.baselines)
+    return findings + judge.failing_findings(decided, findings), decided
+
+
 def run(options: Options, say=print) -> int:
     session_id = store.new_session_id()
     workdir = store.home() / 'acceptance' / session_id
@@ -233,6 +249,11 @@ def run(options: Options, say=print) -> int:
             for case in result.cases:
                 findings += verdicts.case_findings(case, result.skipped)
         judgements = _judge_after_run(results, findings, started, options)
+        if options.confirm and nodes:
+            judgements += confirm.confirm(
+                options.confirm, findings, judgements, nodes,
+                lambda phase: run_phase(phase, options, workdir, say),
+                lambda again: _measure_again(again, started, options), say)
         if nodes:
             slurm.check_controller()
     except (RunBroken, slurm.SchedulerError) as error:

@@ -29,12 +29,12 @@ def table_lines(verdicts: list[NodeVerdict],
     rows = []
     for verdict in verdicts:
         if verdict.verdict == GOOD:
-            shared = sum(f.common_mode for f in verdict.findings)
+            aside = [f.set_aside for f in verdict.findings if f.set_aside]
             rows.append((verdict.node, '-', '-', '-', '-', GOOD,
-                         f'{len(verdict.findings) - shared} result(s) within '
-                         'reference or without verdict' + (
-                             f'; {shared} failure(s) shared by the partition'
-                             if shared else '')))
+                         f'{len(verdict.findings) - len(aside)} result(s) '
+                         'within reference or without verdict' + ''.join(
+                             f'; {aside.count(why)} failure(s) {why}'
+                             for why in sorted(set(aside)))))
             continue
         for f in verdict.worst_findings():
             unit = f' {f.unit}' if f.unit else ''

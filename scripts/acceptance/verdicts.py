@@ -55,9 +55,12 @@ class Finding:
     basis: str | None = None
     #: the stored row it judges (its record_id), where one is known
     record_id: str | None = None
-    #: part of a failure shared by most of the partition (common_mode.py):
-    #: a partition finding, not the node's
-    common_mode: bool = False
+    #: why this failure is not the node's ('' = it is): shared by most of
+    #: the partition (common_mode.py), or passed when measured again
+    #: (--confirm)
+    set_aside: str = ''
+    #: the verdict of each confirmation run (--confirm), in order
+    confirmations: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -75,7 +78,7 @@ class NodeVerdict:
         wanted = {BAD: FAIL, SUSPECT: FAIL, NOT_MEASURED: NOT_MEASURED}
         verdict = wanted.get(self.verdict)
         return [f for f in self.findings if f.verdict == verdict
-                and not f.blamed_on_partner and not f.common_mode]
+                and not f.blamed_on_partner and not f.set_aside]
 
 
 def skip_reasons(reframe_output: str) -> dict[str, str]:
@@ -215,7 +218,7 @@ def _pair_blame(findings: list[Finding]) -> tuple[set, set]:
     two different partners; suspect when it failed with one partner that
     is not bad itself (the pair cannot say which of the two it is)."""
     partners: dict[tuple, set] = {}
-    findings = [f for f in findings if not f.common_mode]
+    findings = [f for f in findings if not f.set_aside]
     for f in findings:
         if f.scope == 'pair' and f.verdict == FAIL and f.partner:
             partners.setdefault((f.partition, f.check, f.node), set()).add(
@@ -270,7 +273,7 @@ def node_verdicts(findings: list[Finding], nodes: dict[str, dict[str, str]]
 
 def _verdict(key, found, pair_bad, pair_suspect) -> str:
     if key in pair_bad or any(f.verdict == FAIL and f.scope == 'node'
-                              and not f.common_mode for f in found):
+                              and not f.set_aside for f in found):
         return BAD
     if key in pair_suspect:
         return SUSPECT

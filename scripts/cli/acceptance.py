@@ -46,6 +46,11 @@ def add_parser(subparsers):
     parser.add_argument('--retry-failed', type=int, default=0, metavar='N',
                         help='re-measure a failing check up to N times '
                              'before judging its node')
+    parser.add_argument('--confirm', type=int, default=0, metavar='N',
+                        help='run the checks a bad node failed (on any '
+                             'basis: published, site baseline, peers) again '
+                             'in a pinned session, up to N times: the node '
+                             'is bad only if it fails every attempt')
     parser.add_argument('--drain', action='store_true',
                         help='put bad nodes in Slurm DRAIN with a reason '
                              'naming the check, value and reference')
@@ -112,9 +117,10 @@ def peer_rules(args) -> peers.Rules:
 
 
 def run(args) -> int:
-    if args.retry_failed < 0 or (args.max_drain is not None
-                                 and args.max_drain < 0):
-        print('acceptance: --retry-failed and --max-drain must be 0 or more',
+    if args.retry_failed < 0 or args.confirm < 0 or (
+            args.max_drain is not None and args.max_drain < 0):
+        print('acceptance: --retry-failed, --confirm and --max-drain must be '
+              '0 or more',
               file=sys.stderr)
         return session.EXIT_BROKEN
     if args.dry_run and not args.drain:
@@ -132,7 +138,7 @@ def run(args) -> int:
             partitions=args.partition, retries=args.retry_failed,
             drain=args.drain, dry_run=args.dry_run, max_drain=args.max_drain,
             peer_rules=peer_rules(args),
-            baselines=baseline.Layer.from_setting())
+            baselines=baseline.Layer.from_setting(), confirm=args.confirm)
         return session.run(options, say=lambda line: print(line, flush=True))
     except ValueError as error:
         print(f'acceptance: {error}', file=sys.stderr)

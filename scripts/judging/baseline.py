@@ -20,6 +20,7 @@ deviations).
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
@@ -77,14 +78,19 @@ def row_key(row: dict) -> str:
     check parameters and node count."""
     if row.get('reference_key'):
         return row['reference_key']
-    sku = short_sku(row.get('vm_sku')) or local_sku(
-        row.get('check_system'), row.get('check_partition'))
-    method = {name: value for name, value in _params(row).items()
-              if not name.startswith('.') and name not in _NOT_METHOD
-              and isinstance(value, (str, int, float, bool))}
-    nodes = len(row.get('check_job_nodelist') or []) or 1
-    return reference_key(row.get('check_perf_var') or '?', sku.replace(
-        '|', '/'), method, nodes)
+    method = tuple(sorted(
+        (name, value) for name, value in _params(row).items()
+        if not name.startswith('.') and name not in _NOT_METHOD
+        and isinstance(value, (str, int, float, bool))))
+    return _derived_key(row.get('check_perf_var') or '?', row.get('vm_sku'),
+                        row.get('check_system'), row.get('check_partition'),
+                        method, len(row.get('check_job_nodelist') or []) or 1)
+
+
+@functools.lru_cache(maxsize=65536)
+def _derived_key(metric, vm_sku, system, partition, method, nodes) -> str:
+    sku = short_sku(vm_sku) or local_sku(system, partition)
+    return reference_key(metric, sku.replace('|', '/'), dict(method), nodes)
 
 
 def entry_id(row: dict) -> tuple:
@@ -268,8 +274,13 @@ class Layer:
         dirs = [d for d in os.environ.get(SETTING, '').split(':') if d]
         return cls(read(dirs))
 
+    def __post_init__(self):
+        self._tests = {(e.cluster, e.test) for e in self.entries.values()}
+
     def entry_for(self, row: dict) -> Entry | None:
-        return self.entries.get(entry_id(row)) if self.entries else None
+        if (row.get('cluster') or '', test_of(row)) not in self._tests:
+            return None
+        return self.entries.get(entry_id(row))
 
 
 @dataclass(frozen=True)
@@ -292,8 +303,7 @@ def judge(row: dict, entry: Entry) -> Verdict:
         reason = (f'{off:.1f}% {side} the site baseline {entry.value:,.6g}'
                   f'{unit} (bound {bound:,.6g}{unit}; {entry.source})')
         return Verdict(row, entry, True, reason)
-    return Verdict(row, entry, False,
-                   f'within the site baseline {low:,.6g}..{high:,.6g}{unit}')
+    return Verdict(row, entry, False, '')
 
 
 def judge_rows(rows, layer: Layer) -> list[Verdict]:

@@ -89,6 +89,13 @@ class Judgement:
     robust_z: float | None
     fail: bool
     row: dict | None = None
+    rule: Rule = Rule()
+
+    def still_fails(self, value: float) -> bool:
+        """Whether *value* (the member measured again) fails against the
+        same peers."""
+        return self.median is not None and _fails(
+            value, self.median, self.mad, self.lower_is_better, self.rule)
 
     def reason(self, unit: str | None = None) -> str:
         unit = f' {unit}' if unit else ''
@@ -210,7 +217,7 @@ def judge_rows(rows, rules: Rules = Rules()) -> list[Judgement]:
                 group, member, value, lower, peers, median, mad,
                 None if median is None else _worse(value, median, lower),
                 None if median is None else _z(value, median, mad),
-                fail, members[member]))
+                fail, members[member], rule))
     return judged
 
 
