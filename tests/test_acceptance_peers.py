@@ -193,3 +193,30 @@ def test_confirm_blames_only_a_node_that_fails_every_attempt(sandbox_env,
     assert re.search(r'^sb-n3 .* good .*4 failure\(s\) passed when measured '
                      r'again', out, re.M), out
     assert (state / 'STREAM_C_EXE-SB_N3.runs').read_text() == '2'
+
+
+def test_a_suspect_pair_re_run_with_a_good_partner_blames_the_right_node(
+        sandbox_env, tmp_path):
+    # sb-n2's port flaps: its HCA is missing on its first and third runs.
+    # Around the ring it fails with sb-n1 and passes with sb-n3: sb-n1 and
+    # sb-n2 are suspect; each is then paired with a good node, and only
+    # sb-n2 fails again.
+    from tests.test_acceptance import PAIR_REFRAME_ARGS, PERFTEST_PAIR_ONLY
+    state = tmp_path / 'standin-state'
+    state.mkdir()
+    env = {**sandbox_env, 'CLUSTERPROOF_STANDIN_STATE': str(state),
+           'CLUSTERPROOF_STANDIN_HCAS_SB_N2': 'mlx5_ib1:mlx5_ib0:mlx5_ib1'}
+    result, summary = acceptance(env, '--system', 'sandbox', '--partition',
+                                 'hbv4', *PERFTEST_PAIR_ONLY,
+                                 *PAIR_REFRAME_ARGS)
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert re.search(r'^re-pairing 1 suspect pair\(s\) of sandbox:hbv4 with '
+                     r'a good partner: sb-n1,sb-n3, sb-n2,sb-n3$', out,
+                     re.M), out
+    assert verdict_of(summary) == {'sb-n2': 'bad', 'sb-n1': 'good',
+                                   'sb-n3': 'good', 'sb-n4': 'good'}
+    bad = next(n for n in summary['nodes'] if n['node'] == 'sb-n2')
+    assert {f['partner'] for f in bad['findings']
+            if f['verdict'] == 'fail'} == {'sb-n1', 'sb-n3'}
+    assert (state / 'perftest-SB_N2.runs').read_text() == '3'

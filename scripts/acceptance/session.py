@@ -13,7 +13,7 @@ from pathlib import Path
 from config.results import azure_logs, store
 from scripts.judging import baseline, peers
 
-from . import confirm, judge, plan, slurm, summary, verdicts
+from . import confirm, judge, plan, repair, slurm, summary, verdicts
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'config' / 'config.py'
@@ -40,6 +40,8 @@ class Options:
     baselines: baseline.Layer = field(default_factory=baseline.Layer)
     #: confirmation sessions of what a bad node failed (--confirm)
     confirm: int = 0
+    #: a suspect pair runs again, each node with a good partner
+    repair_suspects: bool = True
 
 
 def reframe_command() -> list[str]:
@@ -80,9 +82,12 @@ def run_phase(phase: plan.Phase, options: Options, workdir: Path,
               say) -> PhaseResult:
     report = workdir / f'{phase.label}.report.json'
     log = workdir / f'{phase.label}.log'
+    # a second run of a scope (confirm, re-pair) has the same test hashes:
+    # its own prefix keeps the first run's stage and output directories
+    prefix = workdir / ('reframe-' + phase.suffix if phase.suffix
+                        else 'reframe')
     argv = reframe_command() + plan.reframe_options(
-        phase, options.selection, str(report), str(workdir / 'reframe'),
-        options.retries)
+        phase, options.selection, str(report), str(prefix), options.retries)
     say(f'running {phase.scope} checks on {phase.system}:{phase.partition}'
         + (f' ({len(phase.pins)} job sets)' if phase.pins else ''))
     with open(log, 'w') as out:
@@ -249,6 +254,11 @@ def run(options: Options, say=print) -> int:
             for case in result.cases:
                 findings += verdicts.case_findings(case, result.skipped)
         judgements = _judge_after_run(results, findings, started, options)
+        if options.repair_suspects and nodes:
+            repair.repair(
+                findings, nodes,
+                lambda phase: run_phase(phase, options, workdir, say),
+                lambda again: _measure_again(again, started, options)[0], say)
         if options.confirm and nodes:
             judgements += confirm.confirm(
                 options.confirm, findings, judgements, nodes,

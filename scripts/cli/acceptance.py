@@ -51,6 +51,10 @@ def add_parser(subparsers):
                              'basis: published, site baseline, peers) again '
                              'in a pinned session, up to N times: the node '
                              'is bad only if it fails every attempt')
+    parser.add_argument('--no-repair', action='store_true',
+                        help='do not re-run a suspect pair (a pair check '
+                             'failed with one partner only) with a good '
+                             'partner for each node')
     parser.add_argument('--drain', action='store_true',
                         help='put bad nodes in Slurm DRAIN with a reason '
                              'naming the check, value and reference')
@@ -138,7 +142,8 @@ def run(args) -> int:
             partitions=args.partition, retries=args.retry_failed,
             drain=args.drain, dry_run=args.dry_run, max_drain=args.max_drain,
             peer_rules=peer_rules(args),
-            baselines=baseline.Layer.from_setting(), confirm=args.confirm)
+            baselines=baseline.Layer.from_setting(), confirm=args.confirm,
+            repair_suspects=not args.no_repair)
         return session.run(options, say=lambda line: print(line, flush=True))
     except ValueError as error:
         print(f'acceptance: {error}', file=sys.stderr)
