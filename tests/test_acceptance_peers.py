@@ -220,3 +220,45 @@ def test_a_suspect_pair_re_run_with_a_good_partner_blames_the_right_node(
     assert {f['partner'] for f in bad['findings']
             if f['verdict'] == 'fail'} == {'sb-n1', 'sb-n3'}
     assert (state / 'perftest-SB_N2.runs').read_text() == '3'
+
+
+def drain_reason(node):
+    return subprocess.run(['sinfo', '-h', '-N', '-n', node, '-o', '%E'],
+                          capture_output=True, text=True).stdout.splitlines()[0]
+
+
+def reservations():
+    return subprocess.run(['scontrol', 'show', 'reservation'],
+                          capture_output=True, text=True).stdout
+
+
+def test_resume_tests_only_its_own_drains_in_a_reservation(sandbox_env):
+    from tests.test_acceptance import LOW_STREAM
+    ours = 'clusterproof acceptance: StreamCheck triad_bw=1190.4 MB/s ref 8000'
+    others = {'sb-n2': 'admin: DIMM replacement',
+              'sb-n4': 'Healthcheck failures: nvidia-smi'}
+    for node, reason in {'sb-n3': ours, 'sb-n1': ours, **others}.items():
+        subprocess.run(['scontrol', 'update', f'nodename={node}',
+                        'state=drain', f'reason={reason}'], check=True)
+    # sb-n1 is still slow, sb-n3 was fixed
+    env = {**sandbox_env,
+           'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N1': str(LOW_STREAM)}
+    result, summary = acceptance(env, *ARGS, '--resume', '--', '-S',
+                                 'array_size=20000000')
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    name = re.search(r'^reservation (clusterproof-resume-\S+) holds '
+                     r'sb-n1,sb-n3$', out, re.M).group(1)
+    assert verdict_of(summary) == {'sb-n1': 'bad', 'sb-n3': 'good'}
+    assert f'reservation {name} deleted' in out and name not in reservations()
+    scripts = list(Path(env['CLUSTERPROOF_HOME']).rglob('rfm_job.sh'))
+    assert scripts and all(f'#SBATCH --reservation={name}' in s.read_text()
+                           for s in scripts)
+    assert node_state('sb-n3') == 'idle'
+    assert node_state('sb-n1').startswith('drain')
+    assert drain_reason('sb-n1') == (
+        'clusterproof acceptance: still bad after --resume: StreamCheck '
+        'copy_bw=1067.4 MB/s ref 8000 MB/s')
+    for node, reason in others.items():     # never touched
+        assert node_state(node).startswith('drain')
+        assert drain_reason(node) == reason

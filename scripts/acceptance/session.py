@@ -13,7 +13,8 @@ from pathlib import Path
 from config.results import azure_logs, store
 from scripts.judging import baseline, peers
 
-from . import confirm, judge, plan, repair, slurm, summary, verdicts
+from . import (confirm, judge, plan, repair, resume, slurm, summary,
+               verdicts)
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'config' / 'config.py'
@@ -42,6 +43,9 @@ class Options:
     confirm: int = 0
     #: a suspect pair runs again, each node with a good partner
     repair_suspects: bool = True
+    #: test the nodes clusterproof drained, in a reservation; resume the
+    #: good ones, drain the others again (resume.py)
+    resume: bool = False
 
 
 def reframe_command() -> list[str]:
@@ -125,7 +129,7 @@ def _drain_reason(verdict: verdicts.NodeVerdict) -> str:
             and worst.reference is not None else worst.metric
     else:
         what = ' '.join(worst.reason.split())[:120]
-    return f'clusterproof acceptance: {worst.check} {what}'
+    return f'{resume.DRAIN_PREFIX} {worst.check} {what}'
 
 
 def plan_drains(node_verdicts, max_drain: int | None,
@@ -199,7 +203,10 @@ def _inventory(options: Options, say):
                             'access options (--partition=...)')
         try:
             slurm.check_controller()
-            states = slurm.node_states(slurm_partition)
+            states = slurm.node_states(slurm_partition) \
+                if not options.resume else {
+                    n: 'idle' for n in resume.our_drains(
+                        slurm.node_reasons(slurm_partition))}
         except slurm.SchedulerError as error:
             raise RunBroken(str(error)) from None
         nodes[fullname] = states
@@ -226,6 +233,28 @@ def _judge_after_run(results: list[PhaseResult], findings: list,
     return decided
 
 
+def _targets(nodes: dict) -> set[tuple[str, str]]:
+    return {(part, node) for part, states in nodes.items() for node in states}
+
+
+def _hold_drained(nodes: dict, session_id: str, options: Options,
+                  say) -> str | None:
+    """Reserve and resume the nodes clusterproof drained; their jobs run
+    in the reservation (ReFrame -J reservation=...)."""
+    targets = sorted(node for _, node in _targets(nodes))
+    if not targets:
+        say(f'--resume: no node drained by clusterproof '
+            f'("{resume.DRAIN_PREFIX} ...") is idle')
+        return None
+    name = resume.reservation_name(session_id)
+    try:
+        resume.hold(name, targets, say)
+    except slurm.SchedulerError as error:
+        raise RunBroken(f'--resume: {error}') from None
+    options.selection.extra[:0] = ['-J', f'reservation={name}']
+    return name
+
+
 def _measure_again(results: list[PhaseResult], started: float,
                    options: Options) -> tuple[list, list]:
     """The findings of confirmation sessions, with their baseline
@@ -245,9 +274,11 @@ def run(options: Options, say=print) -> int:
     workdir = store.home() / 'acceptance' / session_id
     workdir.mkdir(parents=True, exist_ok=True)
     broken, findings, nodes, notes, drains = [], [], {}, [], []
-    judgements, started = [], time.time()
+    judgements, started, reservation = [], time.time(), None
     try:
         nodes, phases, notes = _inventory(options, say)
+        if options.resume:
+            reservation = _hold_drained(nodes, session_id, options, say)
         results = [run_phase(p, options, workdir, say) for p in phases]
         for result in results:
             broken += verdicts.scheduler_trouble(result.cases)
@@ -281,7 +312,11 @@ def run(options: Options, say=print) -> int:
             and not partition_findings else EXIT_FINDINGS
         for line in summary.table_lines(node_verdicts, partition_findings):
             say(line)
-        if options.drain:
+        if options.resume:
+            drains = resume.still_bad(node_verdicts, _targets(nodes),
+                                      _drain_reason)
+            apply_drains(drains, False, say)
+        elif options.drain:
             drains, drain_notes = plan_drains(node_verdicts,
                                               options.max_drain, set(nodes))
             notes += drain_notes
@@ -295,6 +330,18 @@ def run(options: Options, say=print) -> int:
             + judge.verdict_rows(judgements, session_id), session_id)
         if rows_file:
             say(f'findings and verdicts stored in {rows_file}')
+    if broken and reservation:
+        # what was resumed to be tested goes back to drain
+        drains = [{'node': node, 'reason': f'{resume.DRAIN_PREFIX} --resume '
+                   'could not test it (the run broke)'}
+                  for _, node in sorted(_targets(nodes))]
+        apply_drains(drains, False, say)
+    if reservation:
+        try:
+            slurm.release(reservation)
+            say(f'reservation {reservation} deleted')
+        except slurm.SchedulerError as error:
+            say(f'could not delete reservation {reservation}: {error}')
     document = summary.summary_document(
         session_id, code, [] if broken else node_verdicts,
         [] if broken else partition_findings, broken, drains, notes)

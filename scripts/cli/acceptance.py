@@ -55,6 +55,13 @@ def add_parser(subparsers):
                         help='do not re-run a suspect pair (a pair check '
                              'failed with one partner only) with a good '
                              'partner for each node')
+    parser.add_argument('--resume', action='store_true',
+                        help='test only the nodes clusterproof drained '
+                             '(reason "clusterproof acceptance: ..."), inside '
+                             'a Slurm maintenance reservation made for them: '
+                             'resume those that pass, drain the others again '
+                             'with an updated reason; other drains (admins, '
+                             'the CycleCloud health agent) are never touched')
     parser.add_argument('--drain', action='store_true',
                         help='put bad nodes in Slurm DRAIN with a reason '
                              'naming the check, value and reference')
@@ -127,6 +134,10 @@ def run(args) -> int:
               '0 or more',
               file=sys.stderr)
         return session.EXIT_BROKEN
+    if args.resume and (args.drain or args.dry_run):
+        print('acceptance: --resume drains and resumes by itself; it takes '
+              'no --drain or --dry-run', file=sys.stderr)
+        return session.EXIT_BROKEN
     if args.dry_run and not args.drain:
         print('acceptance: --dry-run only makes sense with --drain',
               file=sys.stderr)
@@ -143,7 +154,7 @@ def run(args) -> int:
             drain=args.drain, dry_run=args.dry_run, max_drain=args.max_drain,
             peer_rules=peer_rules(args),
             baselines=baseline.Layer.from_setting(), confirm=args.confirm,
-            repair_suspects=not args.no_repair)
+            repair_suspects=not args.no_repair, resume=args.resume)
         return session.run(options, say=lambda line: print(line, flush=True))
     except ValueError as error:
         print(f'acceptance: {error}', file=sys.stderr)
