@@ -137,7 +137,7 @@ def test_a_site_baseline_judges_the_next_run_both_ways(sandbox_env,
            'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N3': str(BUSY_STREAM),
            'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N2': str(HIGH_STREAM)}
     result, summary = acceptance(env, *ARGS, '--min-peers', '5',
-                                 '--max-drain', '2', *SANDBOX_METHOD)
+                                 *SANDBOX_METHOD)
     out_text = result.stdout
     assert result.returncode == 1, out_text + result.stderr
     assert verdict_of(summary) == {'sb-n2': 'bad', 'sb-n3': 'bad',

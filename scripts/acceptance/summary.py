@@ -116,11 +116,7 @@ def _finding_row(f: Finding, session_id: str, perf_result: str,
                  result: str, **values) -> dict:
     system, _, partition = f.partition.partition(':')
     return records.make_row({
-        'TimeGenerated': records.now_iso(),
-        'record_id': str(uuid.uuid4()),
-        'session_id': session_id,
-        'facility': ROW_FACILITY,
-        'data_version': records.DATA_VERSION,
+        **_acceptance_row(session_id),
         'cluster': records.cluster_name(system),
         'check_system': system,
         'check_partition': partition,
@@ -131,9 +127,16 @@ def _finding_row(f: Finding, session_id: str, perf_result: str,
         'check_fail_reason': f.reason,
         'check_jobid': f.jobid,
         'check_job_nodelist': [] if f.node.startswith('*') else [f.node],
-        'check_tags': ['acceptance'],
         **values,
     })
+
+
+def _acceptance_row(session_id: str) -> dict:
+    """What every row acceptance writes itself has."""
+    return {'TimeGenerated': records.now_iso(),
+            'record_id': str(uuid.uuid4()), 'session_id': session_id,
+            'facility': ROW_FACILITY, 'data_version': records.DATA_VERSION,
+            'check_tags': ['acceptance']}
 
 
 # What a verdict row copies from the row it judges.
@@ -155,18 +158,13 @@ def verdict_row(judged: dict, session_id: str, verdict: str, basis: str,
     values = {name: judged.get(name) for name in _JUDGED_COLUMNS}
     return records.make_row({
         **values,
-        'TimeGenerated': records.now_iso(),
-        'record_id': str(uuid.uuid4()),
-        'session_id': session_id,
-        'facility': ROW_FACILITY,
-        'data_version': records.DATA_VERSION,
+        **_acceptance_row(session_id),
         'judged_record_id': judged['record_id'],
         'verdict_basis': basis,
         'check_perf_result': verdict,
         'check_result': verdict,
         'check_fail_reason': reason if verdict == FAIL else None,
         'check_perf_ref': reference,
-        'check_tags': ['acceptance'],
     })
 
 
