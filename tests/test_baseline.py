@@ -54,6 +54,10 @@ def test_the_key_is_the_rows_own_else_derived_the_same_way():
     assert baseline.row_key(local).split('|')[1] == 'local:default'
     pair = {**row, 'check_job_nodelist': ['n1', 'n2']}
     assert baseline.row_key(pair).split('|')[3] == '2n'
+    # Log Analytics may answer a dynamic column as its JSON text
+    answered = {**pair, 'check_job_nodelist': '["n1", "n2"]',
+                'check_params': '{"array_size": 20000000, "num_threads": 2}'}
+    assert baseline.row_key(answered) == baseline.row_key(pair)
 
 
 def test_baseline_over_thirty_days_writes_two_sided_entries_with_sources(

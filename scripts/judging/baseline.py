@@ -66,6 +66,17 @@ def _params(row: dict) -> dict:
     return params if isinstance(params, dict) else {}
 
 
+def _nodes(row: dict) -> list:
+    """check_job_nodelist as a list (Log Analytics may answer its JSON)."""
+    nodes = row.get('check_job_nodelist') or []
+    if isinstance(nodes, str):
+        try:
+            nodes = json.loads(nodes)
+        except ValueError:
+            nodes = [nodes]
+    return list(nodes) if isinstance(nodes, (list, tuple)) else []
+
+
 def short_sku(vm_sku: str | None) -> str:
     if vm_sku and vm_sku.lower().startswith('standard_'):
         return vm_sku[len('standard_'):]
@@ -84,7 +95,7 @@ def row_key(row: dict) -> str:
         and isinstance(value, (str, int, float, bool))))
     return _derived_key(row.get('check_perf_var') or '?', row.get('vm_sku'),
                         row.get('check_system'), row.get('check_partition'),
-                        method, len(row.get('check_job_nodelist') or []) or 1)
+                        method, len(_nodes(row)) or 1)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -191,8 +202,7 @@ def build(rows, command: str, min_runs: int = DEFAULT_MIN_RUNS,
         width = max(tolerance, DEFAULT_Z_LIMIT * spread / abs(median)) \
             if median else tolerance
         runs = len({r.get('session_id') for r in members})
-        nodes = len({n for r in members for n in r.get('check_job_nodelist')
-                     or []})
+        nodes = len({n for r in members for n in _nodes(r)})
         times = sorted(_day(r.get('completed') or completed(r))
                        for r in members)
         unit = members[0].get('check_perf_unit') or ''
