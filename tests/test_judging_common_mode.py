@@ -76,3 +76,60 @@ def test_a_bad_node_in_a_ring_fails_two_pairs_not_the_partition():
     assert shared.reason.startswith('configuration or software (4 of 4 '
                                     'node pairs)')
     assert set(judged(everywhere, NODES[:4]).values()) == {'good'}
+
+
+# --- a suspect pair re-paired with a good partner (repair.py) ----------------
+
+def ring_findings(failing_pair):
+    found = []
+    for a, b in plan.ring_pairs(NODES[:4]):
+        bad = {a, b} == set(failing_pair)
+        for node, partner in ((a, b), (b, a)):
+            found.append(verdicts.Finding(
+                node, 'az:nd', 'PerftestPair %benchmark=ib_write_bw',
+                verdicts.FAIL if bad else verdicts.PASS, scope='pair',
+                partner=partner, reason='sanity error: x' if bad else ''))
+    return found
+
+
+def repaired(failing_again):
+    """Re-pair hb-1/hb-2 (failed together); *failing_again*: the nodes that
+    fail with the good partner."""
+    from scripts.acceptance import repair
+    findings = ring_findings(('hb-1', 'hb-2'))
+    asked = []
+
+    def run_phase(phase):
+        asked.append((phase.scope, phase.pins, phase.names))
+        return phase
+
+    def measure(phases):
+        new = []
+        for a, b in phases[0].pins:
+            bad = bool({a, b} & set(failing_again))
+            for node, partner in ((a, b), (b, a)):
+                new.append(verdicts.Finding(
+                    node, 'az:nd', 'PerftestPair %benchmark=ib_write_bw',
+                    verdicts.FAIL if bad else verdicts.PASS, scope='pair',
+                    partner=partner, reason='sanity error: x' if bad else ''))
+        return new
+    nodes = {'az:nd': {n: 'idle' for n in NODES[:4]}}
+    assert set(judged(findings, NODES[:4]).values()) == {'suspect', 'good'}
+    repair.repair(findings, nodes, run_phase, measure, lambda _: None)
+    return asked, findings, judged(findings, NODES[:4])
+
+
+def test_the_node_that_fails_with_a_good_partner_is_the_bad_one():
+    asked, _, verdict = repaired({'hb-2'})
+    assert asked == [('pair', [('hb-1', 'hb-3'), ('hb-2', 'hb-3')],
+                      ('PerftestPair',))]
+    assert verdict == {'hb-1': 'good', 'hb-2': 'bad', 'hb-3': 'good',
+                       'hb-4': 'good'}
+
+
+def test_both_passing_with_a_good_partner_is_the_links_failure():
+    _, findings, verdict = repaired(set())
+    assert set(verdict.values()) == {'good'}
+    [link] = verdicts.partition_findings(findings)
+    assert link.reason.startswith('hb-1 and hb-2 failed together, and each '
+                                  'passed with hb-3: the link between them')

@@ -211,6 +211,10 @@ def _inventory(options: Options, say):
             raise RunBroken(str(error)) from None
         nodes[fullname] = states
         usable = [n for n, s in states.items() if slurm.is_usable(s)]
+        if options.resume:   # only its drained nodes, nothing else
+            phases += [p for p in plan.phases(system, part['name'], usable)
+                       if usable and p.scope != 'whole']
+            continue
         phases += plan.phases(system, part['name'], usable)
     for note in notes:
         say(note)
