@@ -58,15 +58,18 @@ def test_different_wordings_are_different_failures():
     assert judge.shared_failures(findings) == []
 
 
+def pair(a, b, bad, check='PerftestPair'):
+    """The findings of one pair check on nodes a and b."""
+    base = dict(partition='az:nd', check=check, scope='pair')
+    verdict = verdicts.FAIL if bad else verdicts.PASS
+    reason = 'sanity error: IB device mlx5_ib0 not found' if bad else ''
+    return [verdicts.Finding(a, verdict=verdict, partner=b, reason=reason,
+                             **base),
+            verdicts.Finding(b, verdict=verdict, partner=a, reason=reason,
+                             **base)]
+
+
 def test_a_bad_node_in_a_ring_fails_two_pairs_not_the_partition():
-    def pair(a, b, bad):
-        base = dict(partition='az:nd', check='PerftestPair', scope='pair')
-        verdict = verdicts.FAIL if bad else verdicts.PASS
-        reason = 'sanity error: IB device mlx5_ib0 not found' if bad else ''
-        return [verdicts.Finding(a, verdict=verdict, partner=b,
-                                 reason=reason, **base),
-                verdicts.Finding(b, verdict=verdict, partner=a,
-                                 reason=reason, **base)]
     ring = plan.ring_pairs(NODES[:4])
     findings = [f for a, b in ring for f in pair(a, b, 'hb-2' in (a, b))]
     assert judge.shared_failures(findings) == []
@@ -80,16 +83,12 @@ def test_a_bad_node_in_a_ring_fails_two_pairs_not_the_partition():
 
 # --- a suspect pair re-paired with a good partner (repair.py) ----------------
 
+PERFTEST_PAIR = 'PerftestPair %benchmark=ib_write_bw'
+
+
 def ring_findings(failing_pair):
-    found = []
-    for a, b in plan.ring_pairs(NODES[:4]):
-        bad = {a, b} == set(failing_pair)
-        for node, partner in ((a, b), (b, a)):
-            found.append(verdicts.Finding(
-                node, 'az:nd', 'PerftestPair %benchmark=ib_write_bw',
-                verdicts.FAIL if bad else verdicts.PASS, scope='pair',
-                partner=partner, reason='sanity error: x' if bad else ''))
-    return found
+    return [f for a, b in plan.ring_pairs(NODES[:4])
+            for f in pair(a, b, {a, b} == set(failing_pair), PERFTEST_PAIR)]
 
 
 def repaired(failing_again):
@@ -104,15 +103,9 @@ def repaired(failing_again):
         return phase
 
     def measure(phases):
-        new = []
-        for a, b in phases[0].pins:
-            bad = bool({a, b} & set(failing_again))
-            for node, partner in ((a, b), (b, a)):
-                new.append(verdicts.Finding(
-                    node, 'az:nd', 'PerftestPair %benchmark=ib_write_bw',
-                    verdicts.FAIL if bad else verdicts.PASS, scope='pair',
-                    partner=partner, reason='sanity error: x' if bad else ''))
-        return new
+        return [f for a, b in phases[0].pins
+                for f in pair(a, b, bool({a, b} & set(failing_again)),
+                              PERFTEST_PAIR)]
     nodes = {'az:nd': {n: 'idle' for n in NODES[:4]}}
     assert set(judged(findings, NODES[:4]).values()) == {'suspect', 'good'}
     repair.repair(findings, nodes, run_phase, measure, lambda _: None)
