@@ -67,7 +67,7 @@ def confirm(attempts: int, findings: list, decided: list, nodes: dict,
                 f'(attempt {attempt} of {attempts}): {", ".join(classes)}')
             results.append(run_phase(plan.Phase(
                 system, name, 'node', [(n,) for n in sorted(targets)],
-                names=tuple(classes), suffix=f'confirm-{attempt}')))
+                names=tuple(classes), tag=f'confirm-{attempt}', rerun=True)))
         new, new_decided = measure(results)
         more += new_decided
         for targets in wanted.values():

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
                'HpcgCheck', 'HpcgSpackCheck', 'HpccNode', 'NcclSingleNode',
-               'PerftestLoopback')
+               'PerftestLoopback', 'NvlinkFabric')
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
@@ -86,15 +86,20 @@ class Phase:
     partition: str
     scope: str
     pins: list[tuple[str, ...]] = field(default_factory=list)
-    #: only these test classes of the scope (a confirmation run)
+    #: Tells apart several sessions of one scope (NVLink domains, a
+    #: confirmation or re-pair run).
+    tag: str = ''
+    #: More ReFrame options for this session only.
+    options: list[str] = field(default_factory=list)
+    #: Only these test classes of the scope (a confirmation or re-pair run).
     names: tuple[str, ...] = ()
-    #: told apart from the first run of the scope (e.g. 'confirm-1')
-    suffix: str = ''
+    #: A second run of tests already run (same test hashes): it gets its own
+    #: ReFrame prefix, so the first run's stage and output stay.
+    rerun: bool = False
 
     @property
     def label(self) -> str:
-        return f'{self.partition}-{self.scope}' + (
-            f'-{self.suffix}' if self.suffix else '')
+        return '-'.join(filter(None, (self.partition, self.scope, self.tag)))
 
     def scope_options(self) -> list[str]:
         if self.scope == 'whole':
@@ -109,7 +114,7 @@ class Phase:
         if self.scope == 'set':
             for name in SET_CHECKS:
                 options += ['-S', f'{name}.num_nodes={len(self.pins[0])}']
-        return options
+        return options + list(self.options)
 
 
 def phases(system: str, partition: str, nodes: list[str] | None

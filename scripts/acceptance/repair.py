@@ -64,7 +64,7 @@ def repair(findings: list, nodes: dict, run_phase, measure, say) -> None:
             f'a good partner: {", ".join(",".join(p) for p in pins)}')
         results.append(run_phase(plan.Phase(system, name, 'pair', pins,
                                             names=tuple(classes),
-                                            suffix='repair')))
+                                            tag='repair', rerun=True)))
     new = measure(results)
     findings += new
     for partition, wanted in plans.items():

@@ -13,8 +13,9 @@ from pathlib import Path
 from config.results import azure_logs, store
 from scripts.judging import baseline, peers
 
-from . import (confirm, judge, plan, repair, resume, slurm, summary,
-               verdicts)
+from . import (block_topology, confirm, judge, nvlink, plan, repair, resume,
+               sku_mismatch, slurm, summary, verdicts)
+from . import power_up as powering
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'config' / 'config.py'
@@ -37,6 +38,9 @@ class Options:
     drain: bool = False
     dry_run: bool = False
     max_drain: int | None = None
+    #: Let Slurm start powered-down nodes for the run, at most this many.
+    power_up: bool = False
+    max_power_up: int = powering.DEFAULT_MAX
     peer_rules: peers.Rules = field(default_factory=peers.Rules)
     baselines: baseline.Layer = field(default_factory=baseline.Layer)
     #: confirmation sessions of what a bad node failed (--confirm)
@@ -88,7 +92,7 @@ def run_phase(phase: plan.Phase, options: Options, workdir: Path,
     log = workdir / f'{phase.label}.log'
     # a second run of a scope (confirm, re-pair) has the same test hashes:
     # its own prefix keeps the first run's stage and output directories
-    prefix = workdir / ('reframe-' + phase.suffix if phase.suffix
+    prefix = workdir / ('reframe-' + phase.label if phase.rerun
                         else 'reframe')
     argv = reframe_command() + plan.reframe_options(
         phase, options.selection, str(report), str(prefix), options.retries)
@@ -187,7 +191,8 @@ def _inventory(options: Options, say):
         raise ValueError(f'no partition {", ".join(unknown)} in system '
                          f'{system} (it has: {", ".join(known)})')
     chosen = [known[p] for p in (options.partitions or known)]
-    nodes, phases, notes = {}, [], []
+    nodes, phases, notes, started, mnnvl = {}, [], [], {}, set()
+    budget = options.max_power_up
     for part in chosen:
         fullname = f"{system}:{part['name']}"
         scheduler = part.get('scheduler')
@@ -210,15 +215,36 @@ def _inventory(options: Options, say):
         except slurm.SchedulerError as error:
             raise RunBroken(str(error)) from None
         nodes[fullname] = states
-        usable = [n for n, s in states.items() if slurm.is_usable(s)]
+        if part.get('extras', {}).get('nccl_multinode_fabric') == 'mnnvl':
+            mnnvl.add(part['name'])
+        starting = powering.choose(states, options.power_up, budget)
+        budget -= len(starting)
+        if starting:
+            started[fullname] = starting
+        usable = [n for n, s in states.items()
+                  if slurm.is_usable(s) or n in starting]
         if options.resume:   # only its drained nodes, nothing else
             phases += [p for p in plan.phases(system, part['name'], usable)
                        if usable and p.scope != 'whole']
             continue
         phases += plan.phases(system, part['name'], usable)
+    if started:
+        notes += powering.cost_lines(started, nodes,
+                                     powering.read_suspend_time_s())
     for note in notes:
         say(note)
-    return nodes, phases, notes
+    return nodes, phases, notes, mnnvl
+
+
+def _once(function):
+    """function(), called the first time it is needed, then remembered."""
+    memo = []
+
+    def value():
+        if not memo:
+            memo.append(function())
+        return memo[0]
+    return value
 
 
 def _judge_after_run(results: list[PhaseResult], findings: list,
@@ -280,14 +306,23 @@ def run(options: Options, say=print) -> int:
     broken, findings, nodes, notes, drains = [], [], {}, [], []
     judgements, started, reservation = [], time.time(), None
     try:
-        nodes, phases, notes = _inventory(options, say)
+        nodes, phases, notes, mnnvl = _inventory(options, say)
         if options.resume:
             reservation = _hold_drained(nodes, session_id, options, say)
-        results = [run_phase(p, options, workdir, say) for p in phases]
+        blocks = _once(block_topology.read_blocks)
+        results = []
+        for phase in phases:  # node phases first: they record NVLink domains
+            domains = nvlink.domains_so_far(
+                results, phase, blocks if phase.partition in mnnvl else None)
+            for part in nvlink.split_set_phase(phase, domains):
+                results.append(run_phase(part, options, workdir, say))
         for result in results:
             broken += verdicts.scheduler_trouble(result.cases)
+            found = []
             for case in result.cases:
-                findings += verdicts.case_findings(case, result.skipped)
+                found += verdicts.case_findings(case, result.skipped)
+            nvlink.label_findings(result.phase, found)
+            findings += found + sku_mismatch.findings(result.cases)
         judgements = _judge_after_run(results, findings, started, options)
         if options.repair_suspects and nodes:
             repair.repair(

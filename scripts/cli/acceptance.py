@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scripts.acceptance import plan, session
+from scripts.acceptance import plan, power_up, session
 from scripts.judging import baseline, peers
 
 DEFAULT_TAG = 'acceptance'
@@ -91,6 +91,15 @@ def add_parser(subparsers):
                         help='judge against peers only groups of at least N '
                              'nodes, the node included (default '
                              f'{peers.DEFAULT_MIN_NODES})')
+    parser.add_argument('--power-up', action='store_true',
+                        help='let Slurm start powered-down (idle~) nodes '
+                             'for the run; what it costs is printed first '
+                             '(default: they are reported powered down, '
+                             'not measured)')
+    parser.add_argument('--max-power-up', type=int,
+                        default=power_up.DEFAULT_MAX, metavar='N',
+                        help='with --power-up: start at most N nodes '
+                             f'(default {power_up.DEFAULT_MAX})')
     parser.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_ARGS',
                         help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
@@ -138,6 +147,9 @@ def run(args) -> int:
         print('acceptance: --resume drains and resumes by itself; it takes '
               'no --drain or --dry-run', file=sys.stderr)
         return session.EXIT_BROKEN
+    if args.max_power_up < 0:
+        print('acceptance: --max-power-up must be 0 or more', file=sys.stderr)
+        return session.EXIT_BROKEN
     if args.dry_run and not args.drain:
         print('acceptance: --dry-run only makes sense with --drain',
               file=sys.stderr)
@@ -154,7 +166,8 @@ def run(args) -> int:
             drain=args.drain, dry_run=args.dry_run, max_drain=args.max_drain,
             peer_rules=peer_rules(args),
             baselines=baseline.Layer.from_setting(), confirm=args.confirm,
-            repair_suspects=not args.no_repair, resume=args.resume)
+            repair_suspects=not args.no_repair, resume=args.resume,
+            power_up=args.power_up, max_power_up=args.max_power_up)
         return session.run(options, say=lambda line: print(line, flush=True))
     except ValueError as error:
         print(f'acceptance: {error}', file=sys.stderr)
