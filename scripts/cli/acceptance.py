@@ -174,34 +174,34 @@ def run(args) -> int:
         return session.run(options, say=lambda line: print(line, flush=True))
     except session.UnknownPartition as error:
         print(f'acceptance: {error}; on this system run:\n  '
-              f'{command_line(args, error.known)}', file=sys.stderr)
+              f'{command_line(given_arguments(), error.known)}',
+              file=sys.stderr)
         return session.EXIT_BROKEN
     except ValueError as error:
         print(f'acceptance: {error}', file=sys.stderr)
         return session.EXIT_BROKEN
 
 
-def command_line(args, partitions: list[str]) -> str:
-    """This acceptance command with ``partitions`` instead of its own."""
-    words = ['acceptance']
-    if args.system:
-        words += ['--system', args.system]
-    for name in partitions:
-        words += ['--partition', name]
-    for option, values in (('--tag', args.tag), ('--exclude', args.exclude),
-                           ('--checks', args.checks)):
-        for value in values:
-            words += [option, value]
-    if args.retry_failed:
-        words += ['--retry-failed', str(args.retry_failed)]
-    words += ['--drain'] * args.drain + ['--dry-run'] * args.dry_run
-    if args.max_drain is not None:
-        words += ['--max-drain', str(args.max_drain)]
-    if args.max_pending != DEFAULT_MAX_PENDING:
-        words += ['--max-pending', args.max_pending]
-    words += ['--power-up'] * args.power_up
-    if args.max_power_up != power_up.DEFAULT_MAX:
-        words += ['--max-power-up', str(args.max_power_up)]
-    if args.reframe_args:
-        words += ['--', *args.reframe_args]
-    return repo.clusterproof_command_line(*words)
+def given_arguments() -> list[str]:
+    """The arguments after `acceptance` on this process's command line."""
+    argv = sys.argv[1:]
+    return argv[argv.index('acceptance') + 1:] if 'acceptance' in argv else []
+
+
+def command_line(argv: list[str], partitions: list[str]) -> str:
+    """This acceptance command (its arguments ``argv``) with ``partitions``
+    instead of its own --partition options."""
+    words, index = [], 0
+    while index < len(argv):
+        word = argv[index]
+        if word == '--':
+            words += argv[index:]
+            break
+        if word == '--partition':
+            index += 2
+            continue
+        if not word.startswith('--partition='):
+            words.append(word)
+        index += 1
+    chosen = [w for name in partitions for w in ('--partition', name)]
+    return repo.clusterproof_command_line('acceptance', *chosen, *words)
