@@ -21,6 +21,7 @@ import duckdb_kql
 
 from config.results import records, store
 from scripts.query import library, sql_cache
+from scripts.query import needs
 from scripts.query.needs import Reading
 from scripts.query.result import QueryFailed, Result, plain
 
@@ -61,10 +62,12 @@ def stored_files(base: Path, start: dt.datetime | None) -> list[str]:
 
 
 def _schema_columns(reading: Reading) -> list[dict]:
+    """The columns to load: those asked for and those the base reads."""
     wanted = reading.columns
+    if wanted is not None:
+        wanted = wanted | needs.named_columns(library.base_text())
     return [c for c in records.schema()['columns']
-            if wanted is None or c['name'] in wanted or
-            c['name'] in ('record_id', 'TimeGenerated')]
+            if wanted is None or c['name'] in wanted]
 
 
 def _load(con, table: str, columns: list[dict], files: list[str]) -> int:
@@ -86,10 +89,10 @@ def _load(con, table: str, columns: list[dict], files: list[str]) -> int:
         f"columns={{{declared}}}, format='newline_delimited', "
         'ignore_errors=true)')
     unreadable = con.execute(f'DELETE FROM "{table}" WHERE record_id IS NULL'
-                             ).fetchone()[0]
+                             ).fetchall()[0][0]
     rows, distinct = con.execute(
         f'SELECT count(*), count(DISTINCT record_id) FROM "{table}"'
-    ).fetchone()
+    ).fetchall()[0]
     if rows != distinct:
         # at-least-once: keep the copy results.kql's arg_max keeps
         con.execute(
@@ -108,10 +111,12 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     schema = records.schema()
     con = duckdb_kql.connect()
     columns = _schema_columns(reading)
-    files = stored_files(results_dir or store.results_dir(), reading.start)
+    results_dir = results_dir or store.results_dir()
+    files = stored_files(results_dir, reading.start)
     unreadable = _load(con, schema['table'], columns, files)
+    cache = sql_cache.directory(results_dir)
     con.execute(f'CREATE TABLE {_LOAD_NOTES} AS SELECT {int(unreadable)} '
-                'AS unreadable')
+                f'AS unreadable, {_sql_string(str(cache))} AS cache')
     base = library.base_after_dedupe(filters)
     sql, _ = _translated(con, base, None)
     con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {sql}')
@@ -120,7 +125,8 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
 
 def unreadable_lines(con) -> int:
     """How many stored lines could not be read as a row."""
-    return con.execute(f'SELECT unreadable FROM {_LOAD_NOTES}').fetchone()[0]
+    return con.execute(f'SELECT unreadable FROM {_LOAD_NOTES}'
+                       ).fetchall()[0][0]
 
 
 def _kusto_type(duckdb_type) -> str:
@@ -136,15 +142,17 @@ def _translated(con, kql: str, now: dt.datetime | None):
     """(SQL, parameters) for *kql* on *con*: from the cache when this text
     was translated before for the same columns, else by duckdb-kql."""
     tables = duckdb_kql.engine.schema(con)
+    where = Path(con.execute(f'SELECT cache FROM {_LOAD_NOTES}'
+                             ).fetchall()[0][0])
     moment = now or dt.datetime.now(dt.timezone.utc)
-    cached = sql_cache.lookup(kql, tables)
+    cached = sql_cache.lookup(where, kql, tables)
     if cached is not None:
         sql, clock = cached
         return sql, sql_cache.clock_parameters(clock, moment)
     translated = duckdb_kql.to_sql(kql, schema=tables, query_now=moment)
     if translated.unbound:
         raise duckdb_kql.KqlSchemaError(', '.join(translated.unbound))
-    sql_cache.store_translation(kql, tables, translated, moment)
+    sql_cache.store_translation(where, kql, tables, translated, moment)
     return str(translated), dict(translated.parameters)
 
 

@@ -55,14 +55,18 @@ def reading(query: library.Query, filters: library.Filters | None,
     since = filters.since if filters else None
     if not library.is_shipped(query) or query.name == library.BASE_NAME:
         return Reading(None, since)
-    text = library.base_text(filters) + query.text
-    columns = frozenset(name for name in records.column_names()
-                        if re.search(rf'\b{name}\b', text))
+    columns = named_columns(library.base_text(filters) + query.text)
     span = window(query.text)
     start = now - span if span is not None else None
     if since is not None:
         start = since if start is None else max(start, since)
     return Reading(columns, start)
+
+
+def named_columns(text: str) -> frozenset[str]:
+    """The schema's columns that *text* names."""
+    return frozenset(name for name in records.column_names()
+                     if re.search(rf'\b{name}\b', text))
 
 
 def window(text: str) -> dt.timedelta | None:

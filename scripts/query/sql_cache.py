@@ -1,4 +1,5 @@
-"""Translated SQL kept by query text under $CLUSTERPROOF_HOME/cache/kql:
+"""Translated SQL kept by query text under $CLUSTERPROOF_HOME/cache/kql (the
+cache/ beside the results/ a connection reads):
 translating a shipped query costs about a second, every time, and the text
 rarely changes. An entry is keyed by the KQL text, the columns of the tables
 it reads (duckdb-kql consults them for joins) and duckdb-kql's version; the
@@ -10,18 +11,22 @@ import hashlib
 import json
 import os
 import tempfile
+from pathlib import Path
 
 import duckdb_kql
 from duckdb_kql.params import as_datetime
 from duckdb_kql.translate import CLOCK_SLOT
 
-from config.results import store
 
 
-def _path(kql: str, tables: dict):
+def directory(results_dir: Path) -> Path:
+    """Where the translations of queries on *results_dir* are kept."""
+    return results_dir.parent / 'cache' / 'kql'
+
+
+def _path(where: Path, kql: str, tables: dict) -> Path:
     key = json.dumps([duckdb_kql.__version__, kql, tables], sort_keys=True)
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    return store.home() / 'cache' / 'kql' / f'{digest}.json'
+    return where / f'{hashlib.sha256(key.encode()).hexdigest()}.json'
 
 
 def clock_parameters(clock: str | None, moment) -> dict:
@@ -30,16 +35,17 @@ def clock_parameters(clock: str | None, moment) -> dict:
     return {clock: as_datetime(moment, 'query_now')} if clock else {}
 
 
-def lookup(kql: str, tables: dict):
+def lookup(where: Path, kql: str, tables: dict):
     """(SQL, the clock's parameter name or None), or None when not cached."""
     try:
-        entry = json.loads(_path(kql, tables).read_text())
+        entry = json.loads(_path(where, kql, tables).read_text())
         return entry['sql'], entry['clock']
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def store_translation(kql: str, tables: dict, translated, moment) -> None:
+def store_translation(where: Path, kql: str, tables: dict, translated,
+                      moment) -> None:
     """Keeps *translated* when its only parameter is the clock pinned at
     *moment* (a query's own declared parameters, or a clock it sets itself,
     are not cached)."""
@@ -48,7 +54,7 @@ def store_translation(kql: str, tables: dict, translated, moment) -> None:
         return
     entry = {'sql': str(translated),
              'clock': CLOCK_SLOT if parameters else None}
-    path = _path(kql, tables)
+    path = _path(where, kql, tables)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile('w', dir=path.parent, delete=False,
