@@ -48,7 +48,33 @@ def with_completion_time(row: dict) -> dict:
 
 def encode(rows: list[dict]) -> tuple[bytes, bool]:
     """The JSON array of rows, gzip'd when that makes it smaller."""
-    raw = json.dumps(rows, separators=(',', ':'), allow_nan=False).encode()
+    return _packed(json.dumps(rows, separators=(',', ':'),
+                              allow_nan=False).encode())
+
+
+def encode_lines(batch: list) -> tuple[bytes, bool]:
+    """The JSON array of stored lines (items ``(record_id, line, ...)``,
+    each line one row's JSON as the store holds it): no row is decoded or
+    encoded again."""
+    return _packed(b'[' + b','.join(item[1] for item in batch) + b']')
+
+
+def line_chunks(items, limit: int = MAX_BODY):
+    """Consecutive lists of stored-line items whose JSON array stays under
+    limit bytes, as chunks() does for rows; *items* may be an iterator."""
+    chunk, size = [], 2
+    for item in items:
+        grows = len(item[1]) + 1
+        if chunk and size + grows > limit:
+            yield chunk
+            chunk, size = [], 2
+        chunk.append(item)
+        size += grows
+    if chunk:
+        yield chunk
+
+
+def _packed(raw: bytes) -> tuple[bytes, bool]:
     if len(raw) >= GZIP_FROM:
         packed = gzip.compress(raw, compresslevel=6)
         if len(packed) < len(raw):
@@ -161,6 +187,30 @@ class Tally:
                          for reason, count in counter.most_common())
 
 
+class Throttle:
+    """A transport shared by uploads in flight: after a 429 no call starts
+    before its Retry-After (1 s when the API gives none) has passed, so
+    that parallel uploads slow down together instead of hammering."""
+
+    def __init__(self, transport):
+        self.transport = transport
+        self.lock = threading.Lock()
+        self.not_before = 0.0
+
+    def __call__(self, body: bytes, gzipped: bool) -> Outcome:
+        with self.lock:
+            pause = self.not_before - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        outcome = self.transport(body, gzipped)
+        if outcome.kind == RETRY and outcome.reason == '429':
+            wait = 1.0 if outcome.retry_after is None else outcome.retry_after
+            with self.lock:
+                self.not_before = max(self.not_before,
+                                      time.monotonic() + wait)
+        return outcome
+
+
 class AuthStop(Exception):
     """401/403: the identity may not write to the rule; stop shipping."""
 
@@ -202,23 +252,36 @@ class Delivery:
     backoff: Backoff = field(default_factory=Backoff)
     max_body: int = MAX_BODY
     unauthorized_retries: int = 1
+    encoder: object = encode          # a batch -> (body, gzipped)
 
     def ship(self, rows: list[dict]) -> None:
         """Ship rows (raises AuthStop on 401/403 after counting the rest)."""
         pending = list(chunks(rows, self.max_body))
-        while pending:
-            batch = pending.pop(0)
+        for index, batch in enumerate(pending):
             try:
-                halves = self._ship_batch(batch)
+                self.ship_chunk(batch)
             except AuthStop as stop:
-                self.tally.leave(stop.outcome.reason, len(batch) + sum(
+                self.tally.leave(stop.outcome.reason, sum(
+                    len(rest) for rest in pending[index + 1:]))
+                raise
+
+    def ship_chunk(self, batch: list) -> None:
+        """Ship one chunk, and the halves a 413 makes of it (raises
+        AuthStop on 401/403 after counting what of it is left)."""
+        pending = [batch]
+        while pending:
+            part = pending.pop(0)
+            try:
+                halves = self._ship_batch(part)
+            except AuthStop as stop:
+                self.tally.leave(stop.outcome.reason, len(part) + sum(
                     len(rest) for rest in pending))
                 raise
             pending[:0] = halves
 
-    def _ship_batch(self, batch: list[dict]) -> list[list[dict]]:
+    def _ship_batch(self, batch: list) -> list[list]:
         """Ships one batch; returns halves to ship instead after a 413."""
-        body, gzipped = encode(batch)
+        body, gzipped = self.encoder(batch)
         started = time.monotonic()
         attempt = unauthorized = 0
         while True:
