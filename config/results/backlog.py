@@ -283,7 +283,7 @@ def ship_stored(items, transport, progress=None, total: int = 0,
         thread.start()
     for batch in shipping.line_chunks(items):
         tally.add(offered=len(batch))
-        waiting.put(batch)
+        waiting.put(shipping.LineChunk(batch))
     for _ in uploads:
         waiting.put(None)
     for thread in uploads:

@@ -55,8 +55,21 @@ def encode(rows: list[dict]) -> tuple[bytes, bool]:
 def encode_lines(batch: list) -> tuple[bytes, bool]:
     """The JSON array of stored lines (items ``(record_id, line, ...)``,
     each line one row's JSON as the store holds it): no row is decoded or
-    encoded again."""
+    encoded again. A LineChunk carries its body, encoded already."""
+    encoded = getattr(batch, 'encoded', None)
+    if encoded is not None:
+        return encoded
     return _packed(b'[' + b','.join(item[1] for item in batch) + b']')
+
+
+class LineChunk(list):
+    """Stored-line items with their body, encoded where it was made (one
+    thread builds every body: threads that each allocate megabyte bodies
+    spread them over malloc arenas, and the process keeps them)."""
+
+    def __init__(self, items):
+        super().__init__(items)
+        self.encoded = encode_lines(list(self))
 
 
 def line_chunks(items, limit: int = MAX_BODY):
@@ -76,7 +89,7 @@ def line_chunks(items, limit: int = MAX_BODY):
 
 def _packed(raw: bytes) -> tuple[bytes, bool]:
     if len(raw) >= GZIP_FROM:
-        packed = gzip.compress(raw, compresslevel=6)
+        packed = gzip.compress(raw, compresslevel=3)
         if len(packed) < len(raw):
             return packed, True
     return raw, False
