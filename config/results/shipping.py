@@ -73,18 +73,9 @@ class LineChunk(list):
 
 
 def line_chunks(items, limit: int = MAX_BODY):
-    """Consecutive lists of stored-line items whose JSON array stays under
-    limit bytes, as chunks() does for rows; *items* may be an iterator."""
-    chunk, size = [], 2
-    for item in items:
-        grows = len(item[1]) + 1
-        if chunk and size + grows > limit:
-            yield chunk
-            chunk, size = [], 2
-        chunk.append(item)
-        size += grows
-    if chunk:
-        yield chunk
+    """chunks() of stored-line items (``(record_id, line, ...)``); *items*
+    may be an iterator."""
+    return chunks(items, limit, size_of=lambda item: len(item[1]) + 1)
 
 
 def _packed(raw: bytes) -> tuple[bytes, bool]:
@@ -100,13 +91,14 @@ def row_size(row: dict) -> int:
                           allow_nan=False).encode()) + 1
 
 
-def chunks(rows: list[dict], limit: int = MAX_BODY):
-    """Consecutive lists of rows whose JSON array stays under limit bytes;
-    a row alone over the limit is a chunk of its own (the API will say 413
-    and it is reported, not retried)."""
+def chunks(rows, limit: int = MAX_BODY, size_of=row_size):
+    """Consecutive lists of rows whose JSON array stays under limit bytes
+    (*size_of* a row: its JSON and a comma); a row alone over the limit is
+    a chunk of its own (the API will say 413 and it is reported, not
+    retried)."""
     chunk, size = [], 2
     for row in rows:
-        grows = row_size(row)
+        grows = size_of(row)
         if chunk and size + grows > limit:
             yield chunk
             chunk, size = [], 2
