@@ -58,14 +58,16 @@ def stored_lines(path: Path):
     """Each row of one session file with its line as stored (bytes, no
     line end); a torn or unreadable line is skipped. The one place sync
     reads the store's lines."""
+    decode = json.JSONDecoder().decode
     with open(path, 'rb') as fp:
         for line in fp:
+            line = line.rstrip(b'\r\n')
             try:
-                row = json.loads(line)
-            except ValueError:
+                row = decode(line.decode())
+            except ValueError:          # UnicodeDecodeError included
                 continue
             if isinstance(row, dict):
-                yield row, line.rstrip(b'\r\n')
+                yield row, line
 
 
 def _as_sent(row: dict, line: bytes) -> bytes:
@@ -100,15 +102,16 @@ class StoredBacklog:
     def items(self):
         """(record_id, line to send, the session's Ledger) of every row in
         no ledger; a row stored twice comes once."""
+        shipped = self.shipped
         for path in self.files:
             session_ledger = ledger.Ledger(ledger.ledger_path(path))
+            session = path.stem
             for row, line in stored_lines(path):
                 record_id = row.get('record_id')
-                if not record_id or record_id in self.shipped:
+                if not record_id or record_id in shipped:
                     continue
-                self.shipped.add(record_id)
-                self.sessions[path.stem] = self.sessions.get(path.stem,
-                                                             0) + 1
+                shipped.add(record_id)
+                self.sessions[session] = self.sessions.get(session, 0) + 1
                 yield record_id, _as_sent(row, line), session_ledger
 
     def estimate(self) -> int:
