@@ -151,3 +151,22 @@ def test_bad_nodes_keep_each_finding_once_at_its_latest_run():
     assert [(b['node'], b['when'].day, b['earlier']) for b in found] == \
         [('n1', 5, 2), ('n2', 4, 0)]
     assert found[0]['detail'].startswith('70 MB/s')
+
+
+def test_query_and_report_do_not_import_reframe(home):
+    """Their fixed cost: the CLI imports the module of the command it runs
+    alone, and the launcher finds ReFrame without importing it."""
+    import subprocess
+    import sys
+    from tests.helpers import REPO
+    probe = ('import runpy, sys; sys.argv = ["clusterproof", "query", '
+             '"--list"]\ntry:\n    runpy.run_path("scripts/clusterproof", '
+             'run_name="__main__")\nexcept SystemExit:\n    pass\n'
+             'print(sorted(m for m in sys.modules if m.startswith('
+             '"reframe")))')
+    done = subprocess.run([sys.executable, '-c', probe], cwd=str(REPO),
+                          env=local_env(home), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert 'trends' in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == '[]'
