@@ -20,8 +20,7 @@ import duckdb
 import duckdb_kql
 
 from config.results import records, store
-from scripts.query import library, sql_cache
-from scripts.query import needs
+from scripts.query import library, needs, sql_cache
 from scripts.query.needs import Reading
 from scripts.query.result import QueryFailed, Result, plain
 
