@@ -170,3 +170,13 @@ def test_query_and_report_do_not_import_reframe(home):
     assert done.returncode == 0, done.stderr
     assert 'trends' in done.stdout
     assert done.stdout.strip().splitlines()[-1] == '[]'
+
+
+def test_memory_is_bounded_and_spills_beside_the_store(home, monkeypatch):
+    monkeypatch.setenv(local.MEMORY_VARIABLE, '300MB')
+    con = local.connect(home / 'results')
+    limit, spill = con.execute(
+        "SELECT current_setting('memory_limit'), "
+        "current_setting('temp_directory')").fetchall()[0]
+    assert limit.replace(' ', '') in ('286.1MiB', '300.0MB', '300MB')
+    assert spill == str(home / 'cache' / 'duckdb')

@@ -14,6 +14,7 @@ rows. The KQL text sent to Log Analytics is unchanged.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import duckdb
@@ -35,6 +36,8 @@ _LOAD_NOTES = 'clusterproof_load'
 # A session file last written more than this before a window starts cannot
 # hold a row completed in it (the margin covers clocks that disagree).
 CLOCK_SLACK = dt.timedelta(days=1)
+MEMORY_VARIABLE = 'CLUSTERPROOF_QUERY_MEMORY'
+DEFAULT_MEMORY = '640MB'
 
 
 def _sql_string(text: str) -> str:
@@ -109,8 +112,9 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     base query (with *filters*) over it."""
     schema = records.schema()
     con = duckdb_kql.connect()
-    columns = _schema_columns(reading)
     results_dir = results_dir or store.results_dir()
+    _bound_memory(con, results_dir)
+    columns = _schema_columns(reading)
     files = stored_files(results_dir, reading.start)
     unreadable = _load(con, schema['table'], columns, files)
     cache = sql_cache.directory(results_dir)
@@ -120,6 +124,20 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     sql, _ = _translated(con, base, None)
     con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {sql}')
     return con
+
+
+def memory_limit() -> str:
+    """DuckDB's memory limit for a query (CLUSTERPROOF_QUERY_MEMORY, e.g.
+    2GB; default 640MB): beyond it joins and aggregations spill to disk."""
+    return os.environ.get(MEMORY_VARIABLE) or DEFAULT_MEMORY
+
+
+def _bound_memory(con, results_dir: Path) -> None:
+    """Spills go beside the store (cache/duckdb), never to the current
+    directory (DuckDB's default for an in-memory database)."""
+    spill = sql_cache.directory(results_dir).parent / 'duckdb'
+    con.execute(f'SET memory_limit = {_sql_string(memory_limit())}')
+    con.execute(f'SET temp_directory = {_sql_string(str(spill))}')
 
 
 def unreadable_lines(con) -> int:
@@ -168,6 +186,10 @@ def run(con, kql: str, now: dt.datetime | None = None) -> Result:
             f'the local engine (duckdb-kql) cannot run this query: {err}. '
             'Rewrite that part, or run it in Log Analytics '
             '(--workspace).') from None
+    except duckdb.OutOfMemoryException as err:
+        raise QueryFailed(f'{err}; give the local engine more with '
+                          f'{MEMORY_VARIABLE} (now {memory_limit()}), or '
+                          'narrow the query (--since)') from None
     except (duckdb_kql.KqlError, duckdb.Error) as err:
         raise InvalidQuery(str(err)) from None
     types = [_kusto_type(t) for t in relation.types]
