@@ -152,20 +152,13 @@ class SdkTransport:
     gives up on becomes an Outcome for config/results/shipping.py's retries."""
 
     def __init__(self, settings: dict, credential):
+        from azure.monitor.ingestion import LogsIngestionClient
         self.settings = settings
-        self.credential = credential
-        self._local = threading.local()    # a client per upload thread
-
-    @property
-    def client(self):
-        client = getattr(self._local, 'client', None)
-        if client is None:
-            from azure.monitor.ingestion import LogsIngestionClient
-            client = self._local.client = LogsIngestionClient(
-                endpoint=self.settings['endpoint'],
-                credential=self.credential,
-                connection_timeout=10, read_timeout=60)
-        return client
+        # one client for every upload in flight: its requests session
+        # pools connections (10 by default) and is safe across threads
+        self.client = LogsIngestionClient(
+            endpoint=settings['endpoint'], credential=credential,
+            connection_timeout=10, read_timeout=60)
 
     def __call__(self, body: bytes, gzipped: bool) -> shipping.Outcome:
         from azure.core.exceptions import (ClientAuthenticationError,

@@ -40,7 +40,7 @@ def main(argv=None):
                   f'{"floor s":>8} {"x floor":>8} {"CPU s":>6} '
                   f'{"peak MiB":>9}')
             for uploads in args.uploads:
-                home = work / f'home-{uploads}'
+                home = work / f'home-{uploads}-{len(list(work.glob("home-*")))}'
                 shutil.copytree(pristine, home)
                 env = suite_env(home, {**fake.env(),
                                        'REQUESTS_CA_BUNDLE': fake.ca_bundle,
