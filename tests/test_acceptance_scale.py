@@ -34,10 +34,13 @@ def test_ten_thousand_nodes_plan_in_batches_of_bounded_arguments():
         assert max(map(len, argv)) < 32 * 1024          # one argument
         assert sum(len(a) + 1 for a in argv) < limit // 8
     [collective] = [p for p in phases if p.scope == 'set']
-    assert f'OsuCollective.num_nodes={len(nodes)}' in \
-        collective.scope_options()
-    # the host ranges name exactly the usable nodes (Slurm's own syntax)
-    assert nodelist_expand(','.join(collective.pins[0])) == nodes
+    options = collective.scope_options()
+    assert f'OsuCollective.num_nodes={len(nodes)}' in options
+    assert collective.pins == [tuple(nodes)]
+    # on the command line, host ranges naming exactly the usable nodes
+    # (Slurm's own syntax, which ReFrame's --nodelist keeps)
+    pin = options[options.index('-P') + 1].split('=', 1)[1]
+    assert nodelist_expand(pin) == nodes
 
 
 def test_host_ranges_keep_prefix_width_and_gaps():

@@ -138,7 +138,7 @@ def _outlier(node, when, value):
     return {'cluster': 'c', 'check_partition': 'p', 'node': node,
             'device': '', 'test': 'StreamCheck', 'check_perf_var': 'triad_bw',
             'value': value, 'check_perf_unit': 'MB/s', 'peer_median': 100.0,
-            'worse_pct': 20.0, 'peers': 4, 'robust_z': -4.0,
+            'worse_pct': 20.0, 'peers': 4, 'robust_z': -4.0, 'outlier': True,
             'completed': dt.datetime(2026, 11, when,
                                      tzinfo=dt.timezone.utc)}
 

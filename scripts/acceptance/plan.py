@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
                'HpcgCheck', 'HpcgSpackCheck', 'HpccNode', 'NcclSingleNode',
-               'PerftestLoopback')
+               'PerftestLoopback', 'NvlinkFabric')
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
@@ -127,13 +127,23 @@ class Phase:
     partition: str
     scope: str
     pins: list[tuple[str, ...]] = field(default_factory=list)
+    #: Tells apart several sessions of one scope (NVLink domains, a
+    #: confirmation or re-pair run).
+    tag: str = ''
+    #: More ReFrame options for this session only.
+    options: list[str] = field(default_factory=list)
+    #: Only these test classes of the scope (a confirmation or re-pair run).
+    names: tuple[str, ...] = ()
+    #: A second run of tests already run (same test hashes): it gets its own
+    #: ReFrame prefix, so the first run's stage and output stay.
+    rerun: bool = False
+    #: One batch of a scope's pins: *batch* of *batches* (MAX_PINS each).
     batch: int = 1
     batches: int = 1
-    nodes: int = 0             # how many nodes the pins cover
 
     @property
     def label(self) -> str:
-        label = f'{self.partition}-{self.scope}'
+        label = '-'.join(filter(None, (self.partition, self.scope, self.tag)))
         return label if self.batches == 1 else \
             f'{label}-{self.batch}of{self.batches}'
 
@@ -141,16 +151,20 @@ class Phase:
         if self.scope == 'whole':
             return ['-x', names_pattern(NODE_CHECKS + PAIR_CHECKS
                                         + SET_CHECKS)]
-        names = {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
-                 'set': SET_CHECKS}[self.scope]
-        values = VALUE_DELIMITER.join(','.join(pin) for pin in self.pins)
+        names = self.names or {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
+                               'set': SET_CHECKS}[self.scope]
+        # A set's one pin of every node travels as Slurm host ranges (its
+        # findings are the partition's: no verdict reads its node names).
+        values = VALUE_DELIMITER.join(
+            ','.join(host_ranges(list(pin)) if self.scope == 'set' else pin)
+            for pin in self.pins)
         options = ['-n', names_pattern(names),
                    '-P', f'{PIN_VARIABLE}={values}',
                    '--param-values-delim', VALUE_DELIMITER]
         if self.scope == 'set':
             for name in SET_CHECKS:
-                options += ['-S', f'{name}.num_nodes={self.nodes}']
-        return options
+                options += ['-S', f'{name}.num_nodes={len(self.pins[0])}']
+        return options + list(self.options)
 
 
 def phases(system: str, partition: str, nodes: list[str] | None
@@ -163,15 +177,14 @@ def phases(system: str, partition: str, nodes: list[str] | None
     pairs = ring_pairs(nodes)
     if pairs:
         found += _batched(system, partition, 'pair', pairs)
-        found.append(Phase(system, partition, 'set',
-                           [tuple(host_ranges(nodes))], nodes=len(nodes)))
+        found.append(Phase(system, partition, 'set', [tuple(nodes)]))
     return found + [Phase(system, partition, 'whole')]
 
 
 def _batched(system, partition, scope, pins) -> list[Phase]:
     chunks = batches(pins)
-    return [Phase(system, partition, scope, chunk, index, len(chunks),
-                  nodes=len({node for pin in chunk for node in pin}))
+    return [Phase(system, partition, scope, chunk, batch=index,
+                  batches=len(chunks))
             for index, chunk in enumerate(chunks, 1)]
 
 

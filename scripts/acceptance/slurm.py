@@ -32,6 +32,10 @@ def _slurm(argv: list[str], env: dict | None) -> str:
     return result.stdout
 
 
+def run_scontrol(args: list[str], env: dict | None = None) -> str:
+    return _slurm(['scontrol', *args], env)
+
+
 def check_controller(env: dict | None = None) -> None:
     """Raise SchedulerError unless slurmctld answers."""
     out = _slurm(['scontrol', 'ping'], env)
@@ -52,6 +56,12 @@ def parse_node_states(text: str) -> dict[str, str]:
 
 def is_usable(state: str) -> bool:
     return state in USABLE_STATES
+
+
+def is_powered_down(state: str) -> bool:
+    """Powered off by Slurm's power saving ('idle~'), not down: a job for
+    it makes Slurm start it (CycleCloud keeps nodes so until needed)."""
+    return state.endswith('~') and state[:-1] in USABLE_STATES
 
 
 def node_states(partition: str, env: dict | None = None) -> dict[str, str]:
@@ -78,3 +88,44 @@ def drain_command(node: str, reason: str) -> list[str]:
 
 def drain(node: str, reason: str, env: dict | None = None) -> None:
     _slurm(drain_command(node, reason), env)
+
+
+# --- the drain lifecycle (--resume) -----------------------------------------
+
+def parse_node_reasons(text: str) -> dict[str, tuple[str, str]]:
+    """`sinfo -h -N -o '%N|%T|%E'` -> {node: (state, reason)}."""
+    found = {}
+    for line in text.splitlines():
+        fields = line.split('|', 2)
+        if len(fields) == 3:
+            found.setdefault(fields[0].strip(), (fields[1].strip().lower(),
+                                                 fields[2].strip()))
+    return found
+
+
+def node_reasons(partition: str, env: dict | None = None
+                 ) -> dict[str, tuple[str, str]]:
+    return parse_node_reasons(_slurm(
+        ['sinfo', '-h', '-N', '-p', partition, '-o', '%N|%T|%E'], env))
+
+
+def reservation_command(name: str, nodes: list[str], user: str,
+                        minutes: int) -> list[str]:
+    """A maintenance reservation of these nodes for *user* only, starting
+    now, that running jobs do not block."""
+    return ['scontrol', 'create', 'reservation', f'ReservationName={name}',
+            f'Nodes={",".join(nodes)}', 'StartTime=now',
+            f'Duration={minutes}', f'Users={user}', 'Flags=maint,ignore_jobs']
+
+
+def reserve(name: str, nodes: list[str], user: str, minutes: int,
+            env: dict | None = None) -> None:
+    _slurm(reservation_command(name, nodes, user, minutes), env)
+
+
+def release(name: str, env: dict | None = None) -> None:
+    _slurm(['scontrol', 'delete', f'ReservationName={name}'], env)
+
+
+def resume(node: str, env: dict | None = None) -> None:
+    _slurm(['scontrol', 'update', f'nodename={node}', 'state=resume'], env)
