@@ -26,4 +26,12 @@ def reason(runner, query: library.Query) -> str | None:
         if filters and any((filters.since, filters.cluster, filters.partition)):
             return 'no stored row matches --since/--cluster/--partition'
         return f'{runner.where} holds no rows yet'
-    return stated_reason(query)
+    original = library.shipped().get(query.name)
+    if original is not None and query.text != original.text:
+        # a shipped query narrowed by one more step (node_outliers' outliers)
+        whole = runner.run(original)
+        if whole.rows:
+            step = query.text[len(original.text.rstrip('\n')):].strip()
+            return (f'none of the {len(whole.rows)} row(s) of {query.name} '
+                    f'is left by `{step}`')
+    return stated_reason(original or query)
