@@ -4,6 +4,7 @@ from __future__ import annotations
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
+from .health_sampling import HealthSampling
 from .job_nodes import JobNodes
 from .parsed_output import ParsedOutput
 from .sku_references import SkuReferences
@@ -12,7 +13,7 @@ from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool, JobNodes, TimeLimited):
+                    ExternalTool, JobNodes, HealthSampling, TimeLimited):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

@@ -116,7 +116,48 @@ def _check_facts(check) -> dict:
     facts['peak_sources'] = getattr(check, 'peak_sources', {})
     # What the job recorded, not ReFrame's first sacct poll (job_nodes.py)
     facts['job_nodes'] = list(getattr(check, 'job_nodes', None) or [])
+    # Health around the run (checks/common/health_sampling.py): node ->
+    # fingerprint columns ('*': the job's nodes together), and its rows
+    facts['fingerprints'] = dict(getattr(check, 'node_fingerprints', None)
+                                 or {})
+    facts['health_rows'] = list(getattr(check, 'health_rows', None) or [])
     return facts
+
+
+def _fingerprint(facts: dict, nodes: list) -> dict:
+    prints = facts.get('fingerprints') or {}
+    key = nodes[0] if len(nodes) == 1 else '*'
+    return dict(prints.get(key) or prints.get('*') or {})
+
+
+def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
+    """The rows of the health samples, keyed like perf variables (metric,
+    device, node): each is about one node and one device."""
+    rows = {}
+    for health in facts.get('health_rows', []):
+        judged = health.get('reference') is not None
+        values = {**attrs,
+                  'check_perf_var': health['metric'],
+                  'check_perf_value': health.get('value'),
+                  'check_perf_unit': health.get('unit'),
+                  'check_perf_ref': health.get('reference'),
+                  'check_perf_lower_thres': 0 if judged and
+                  health.get('reference') else None,
+                  'check_perf_upper_thres': 0 if judged and
+                  not health.get('reference') else None}
+        node = health.get('node')
+        row_facts = {**facts, 'job_nodes': [node] if node else [],
+                     'metric_devices': {}, 'metric_peaks': {},
+                     'reference_sources': {health['metric']:
+                                           health.get('source') or None},
+                     'check_params': {**facts.get('check_params', {}),
+                                      'health': health.get('params') or {}}}
+        row = _row_values(values, session_id, row_facts)
+        row['device'] = health.get('device')
+        row['check_perf_result'] = health.get('result')
+        row['check_fail_reason'] = health.get('reason') or None
+        rows[f"{health['metric']}@{health.get('device')}@{node}"] = row
+    return rows
 
 
 def split_device(var: str | None, devices: dict) -> tuple[str | None, str | None]:
@@ -159,6 +200,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'reference_source': facts.get('reference_sources', {}).get(var),
         'reframe_version': attrs.get('version'),
     })
+    values.update(_fingerprint(facts, values['check_job_nodelist']))
     return make_row(values)
 
 
@@ -203,6 +245,7 @@ def rows_of_test(record, session_id: str) -> list[dict]:
         cache[key] = {name: _row_values(sibling, session_id, facts)
                       for name, sibling in
                       _sibling_attrs(attrs, perfvalues).items()}
+        cache[key].update(_health_rows(attrs, session_id, facts))
     return list(cache[key].values())
 
 
