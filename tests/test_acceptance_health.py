@@ -78,6 +78,11 @@ def test_rising_counters_fail_their_node_with_the_health_reason(
     assert len(health) == 2 * len(NODES) + 2 + len(missing)
     # every row carries the node's fingerprint, read by the job
     triad = [r for r in rows if r['check_perf_var'] == 'triad_bw']
+    # the failing row itself names what ran beside it
+    low = next(r for r in triad if r['check_job_nodelist'] == ['sb-n2'])
+    assert low['check_perf_result'] == 'fail'
+    assert low['check_fail_reason'].endswith(
+        'health: GPU 0 hw thermal slowdown active during the run')
     assert {r['hca_firmware'] for r in triad + health} == {'14.28.2006'}
     assert {r['gpu_driver_version'] for r in triad} == {'535.54.03'}
     assert all(r['kernel_version'] for r in triad + health)

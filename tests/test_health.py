@@ -8,7 +8,7 @@ import time
 import pytest
 
 from checks.health import dump, fingerprint, gpu, infiniband, judge, \
-    kernel_log, rules
+    kernel_log, nvlink, rules
 from tests.health_data import HEALTH, build_sysfs, raise_counter
 from tests.helpers import REPO, STANDINS
 
@@ -235,7 +235,7 @@ def test_the_stand_in_checks_its_arguments(tmp_path):
     result = subprocess.run([str(STANDINS / 'nvidia-smi'), '-q'],
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 2
-    assert 'only "-q -x" is recorded' in result.stderr
+    assert 'only "-q -x" and "nvlink -s" are' in result.stderr
 
 
 def test_the_fingerprint_of_a_node(tmp_path):
@@ -271,3 +271,54 @@ def test_sampling_adds_little_time(tmp_path):
     sample(tmp_path, 'before', 'sb-n1')
     sample(tmp_path, 'after', 'sb-n1')
     assert time.monotonic() - began < 5
+
+
+def test_a_pcie_link_below_the_skus_is_a_finding():
+    # a10g's link trained at x8 of its x16 (and its current generation 1
+    # at idle, which is not judged)
+    result = gpu_assess('telegraf_a10g.xml', 'telegraf_a10g.xml')
+    assert sorted(f.reason for f in result.findings) == [
+        'GPU 0 PCIe link at most gen 4, below gen 5',
+        'GPU 0 PCIe link x8, below x16']
+    assert {f.source for f in result.findings} == {
+        rules.load()['sources']['H100']}
+
+
+def test_inactive_nvlinks_fail_their_gpu(tmp_path):
+    """AzHC's outputs of one GPU each (GPU 7 good, GPU 6 all inactive) and
+    the good one with link 3 inactive, replayed as one node's
+    `nvidia-smi nvlink -s` under eight GPUs of Telegraf's A100 XML."""
+    text = xml('telegraf_a100-sxm4-v12.xml')
+    start, end = text.index('<gpu id='), text.index('</gpu>') + len('</gpu>')
+    eight = text[:start] + ''.join(
+        text[start:end].replace('00000000:01:00.0', f'00000000:{i:02X}:00.0')
+        for i in range(8)) + text[end:]
+    (tmp_path / 'gpus.xml').write_text(eight)
+    good = (HEALTH / 'azhc_good_nvlink_status.txt').read_text()
+    one_down = (HEALTH / 'azhc_good_nvlink_status_link3_inactive.txt') \
+        .read_text().replace('GPU 7:', 'GPU 5:')
+    (tmp_path / 'nvlink.txt').write_text(
+        (HEALTH / 'azhc_bad_nvlink_status.txt').read_text() + one_down
+        + good)
+    env = {'CLUSTERPROOF_REPLAY_NVIDIA_SMI': str(tmp_path / 'gpus.xml'),
+           'CLUSTERPROOF_REPLAY_NVIDIA_SMI_NVLINK': str(tmp_path /
+                                                        'nvlink.txt')}
+    before = sample(tmp_path, 'before', 'nd-1', env)
+    after = sample(tmp_path, 'after', 'nd-1', env)
+    links = nvlink.parse(after.lines('nvlink'))
+    assert (links[7].active, links[7].inactive) == (list(range(12)), [])
+    assert links[6].all_inactive and links[5].inactive == [3]
+    result = judge.assess('nd-1', before, after, rules.load(),
+                          rules.nominal('Standard_ND96amsr_A100_v4'))
+    assert sorted((f.device, f.reason) for f in result.findings) == [
+        ('gpu5', 'GPU 5 NVLink 3 inactive'),
+        ('gpu6', 'GPU 6 all NVLinks inactive')]
+    summary = by_metric(result.rows)[('health', 'gpu7')]
+    assert (summary.result, summary.params['nvlink_active']) == ('pass', 12)
+    # no NVLink output (not enabled there): nothing judged
+    quiet = sample(tmp_path, 'after', 'nd-1',
+                   {'CLUSTERPROOF_REPLAY_NVIDIA_SMI': str(tmp_path /
+                                                          'gpus.xml')})
+    assert quiet.lines('nvlink') == []
+    assert judge.assess('nd-1', before, quiet, rules.load(), rules.nominal(
+        'Standard_ND96amsr_A100_v4')).findings == []

@@ -51,6 +51,8 @@ gpu_sample() {
         return
     fi
     printf '%s\n' "$xml"
+    section nvlink
+    nvidia-smi nvlink -s 2>/dev/null
 }
 
 # Link flaps (systemd-networkd's 'ibN: lost carrier', as AzHC counts them)

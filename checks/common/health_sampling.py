@@ -28,6 +28,21 @@ FINGERPRINTS_DIR = 'clusterproof_fingerprints'
 # One ReFrame run: the fingerprint is read once per node within it.
 RUN_TOKEN = f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}'
 SLURM = ('slurm', 'squeue')
+# (node, reason) already stored as not available in this ReFrame run: a
+# node without GPU tools says so once, not in every test.
+_NOTED_UNAVAILABLE: set[tuple[str, str]] = set()
+
+
+def once_per_run(rows: list[judge.Row]) -> list[judge.Row]:
+    kept = []
+    for row in rows:
+        if row.metric == judge.NOT_AVAILABLE_METRIC:
+            key = (row.node, row.reason)
+            if key in _NOTED_UNAVAILABLE:
+                continue
+            _NOTED_UNAVAILABLE.add(key)
+        kept.append(row)
+    return kept
 
 
 def sample_command(phase: str, sysfs_root: str, fingerprints: str,
@@ -87,6 +102,10 @@ class HealthSampling(rfm.RegressionTestPlugin):
     health_rows = variable(typ.List[typ.Dict[str, object]], value=[],
                            loggable=False)
 
+    #: Node -> what its health findings say, for the verdict of a failing
+    #: value measured there.
+    health_notes = variable(typ.Dict[str, str], value={}, loggable=False)
+
     #: Node -> fingerprint columns.
     node_fingerprints = variable(typ.Dict[str, typ.Dict[str, object]],
                                  value={}, loggable=False)
@@ -133,7 +152,7 @@ class HealthSampling(rfm.RegressionTestPlugin):
             result = judge.assess(node, entry.get('before'),
                                   entry.get('after'), shipped_rules, nominal)
             findings += [f.as_dict() for f in result.findings]
-            rows += [dict(row.__dict__) for row in result.rows]
+            rows += [dict(row.__dict__) for row in once_per_run(result.rows)]
             if entry.get('before') is not None:
                 prints[node] = fingerprint.of_node(entry['before'],
                                                    entry.get('kvp'))
@@ -142,6 +161,11 @@ class HealthSampling(rfm.RegressionTestPlugin):
             columns['nccl_version'] = nccl
         if prints:
             prints['*'] = fingerprint.of_rows(prints, nodes)
+        notes: dict[str, list[str]] = {}
+        for finding in findings:
+            notes.setdefault(finding['node'], []).append(finding['reason'])
+        self.health_notes = {node: '; '.join(reasons)
+                             for node, reasons in notes.items()}
         self.health_findings = findings
         self.health_rows = rows
         self.node_fingerprints = prints

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import gpu, infiniband, kernel_log
+from . import gpu, infiniband, kernel_log, nvlink
 from .dump import Dump
 
 SUMMARY_METRIC = 'health'
@@ -190,26 +190,25 @@ def _gpu_events(node: _Node, old: gpu.Gpu | None, new: gpu.Gpu) -> list:
 
 
 def _pcie(node: _Node, new: gpu.Gpu, nominal: Nominal) -> list:
+    """The link's width and maximum generation against the SKU's."""
     found = []
-    width = new.gauges.get('pcie_link_width')
-    gen = new.gauges.get('pcie_link_gen_max')
-    if nominal.pcie_width and width is not None and width < nominal.pcie_width:
-        found += node.state('gpu', new.device, 'pcie_link_width', width,
-                            nominal.pcie_width, 'lanes',
-                            f'GPU {new.index} PCIe link x{width:g}, below '
-                            f'x{nominal.pcie_width}',
-                            source=nominal.pcie_source)
-    if nominal.pcie_gen and gen is not None and gen < nominal.pcie_gen:
-        found += node.state('gpu', new.device, 'pcie_link_gen_max', gen,
-                            nominal.pcie_gen, 'generation',
-                            f'GPU {new.index} PCIe link at most gen {gen:g}, '
-                            f'below gen {nominal.pcie_gen}',
-                            source=nominal.pcie_source)
+    for metric, want, unit, said in (
+            ('pcie_link_width', nominal.pcie_width, 'lanes', 'x{:g}'),
+            ('pcie_link_gen_max', nominal.pcie_gen, 'generation',
+             'at most gen {:g}')):
+        have = new.gauges.get(metric)
+        if want and have is not None and have < want:
+            found += node.state(
+                'gpu', new.device, metric, have, want, unit,
+                f'GPU {new.index} PCIe link {said.format(have)}, below '
+                f'{said.format(want).replace("at most ", "")}',
+                source=nominal.pcie_source)
     return found
 
 
 def _gpus(node: _Node, before: gpu.Sample, after: gpu.Sample,
-          xids: list[kernel_log.Xid], nominal: Nominal):
+          xids: list[kernel_log.Xid], links: dict[int, nvlink.Links],
+          nominal: Nominal):
     errors = set(node.rules.get('xid_error_class', []))
     pci_ids = [g.pci for g in after.gpus]
     by_gpu: dict[int | None, list[kernel_log.Xid]] = {}
@@ -236,10 +235,17 @@ def _gpus(node: _Node, before: gpu.Sample, after: gpu.Sample,
                                     xid.code, None, 'xid',
                                     f'GPU {new.index} XID {xid.code}: '
                                     f'{xid.line[-160:]}')
+        problem = links[new.index].problem() if new.index in links else None
+        if problem:
+            found += node.state('gpu', new.device, 'nvlink_inactive',
+                                len(links[new.index].inactive) or None, 0,
+                                'links', f'GPU {new.index} {problem}')
         found += _gpu_events(node, old, new)
         node.summary(new.device, found, {
             'pci': new.pci, 'vbios': new.vbios,
             'clock_events_active': new.clock_events,
+            'nvlink_active': len(links[new.index].active)
+            if new.index in links else None,
             **{k: v for k, v in new.gauges.items() if v is not None},
             'temperature_c_before': old.gauges.get('temperature_c')
             if old else None})
@@ -276,7 +282,7 @@ def assess(node: str, before: Dump | None, after: Dump | None, rules: dict,
                 result.not_available['gpu'] = err_new or err_old
             else:
                 _gpus(collected, gpu_old, gpu_new, kernel_log.xids(log),
-                      nominal)
+                      nvlink.parse(after.lines('nvlink')), nominal)
     if result.not_available:
         reason = '; '.join(f'{source}: {why}' for source, why in
                            sorted(result.not_available.items()))

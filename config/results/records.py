@@ -19,6 +19,8 @@ SCHEMA_FILE = Path(__file__).resolve().parents[2] / 'bicep' / \
 DATA_VERSION = '2.0'
 # A LogRecord attribute holding its row, so every handler sends the same one
 ROW_ATTR = '_clusterproof_row'
+# The facility of the rows of the health samples around a test
+HEALTH_FACILITY = 'clusterproof-health'
 
 
 @functools.lru_cache(maxsize=None)
@@ -121,7 +123,21 @@ def _check_facts(check) -> dict:
     facts['fingerprints'] = dict(getattr(check, 'node_fingerprints', None)
                                  or {})
     facts['health_rows'] = list(getattr(check, 'health_rows', None) or [])
+    facts['health_notes'] = dict(getattr(check, 'health_notes', None) or {})
     return facts
+
+
+def _with_health_notes(values: dict, facts: dict) -> dict:
+    """A failing value names the health findings of its nodes during the
+    run ('...; health: GPU 3 hw thermal slowdown active during the run')."""
+    notes = [facts['health_notes'][node]
+             for node in values['check_job_nodelist']
+             if node in facts.get('health_notes', {})]
+    if notes and values.get('check_perf_result') == 'fail':
+        reason = values.get('check_fail_reason')
+        values['check_fail_reason'] = '; '.join(
+            filter(None, [reason, 'health: ' + '; '.join(notes)]))
+    return values
 
 
 def _fingerprint(facts: dict, nodes: list) -> dict:
@@ -153,6 +169,7 @@ def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
                      'check_params': {**facts.get('check_params', {}),
                                       'health': health.get('params') or {}}}
         row = _row_values(values, session_id, row_facts)
+        row['facility'] = HEALTH_FACILITY
         row['device'] = health.get('device')
         row['check_perf_result'] = health.get('result')
         row['check_fail_reason'] = health.get('reason') or None
@@ -201,7 +218,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'reframe_version': attrs.get('version'),
     })
     values.update(_fingerprint(facts, values['check_job_nodelist']))
-    return make_row(values)
+    return make_row(_with_health_notes(values, facts))
 
 
 def _sibling_attrs(attrs: dict, perfvalues: dict) -> dict:

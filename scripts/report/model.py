@@ -7,7 +7,12 @@ import dataclasses
 import datetime as dt
 from collections import defaultdict
 
+from checks.health.judge import NOT_AVAILABLE_METRIC, SUMMARY_METRIC
 from scripts.query.runner import Runner
+
+# Health rows that summarise a device or say what was not available: no
+# trend to draw (bad nodes show their findings; the counters keep theirs).
+HEALTH_NOTES = (SUMMARY_METRIC, NOT_AVAILABLE_METRIC)
 
 
 @dataclasses.dataclass
@@ -57,6 +62,8 @@ class Report:
 def _series(trends: list[dict]) -> list[Series]:
     by_key = defaultdict(list)
     for row in trends:
+        if row['check_perf_var'] in HEALTH_NOTES:
+            continue
         key = (row['cluster'], row['vm_sku'], row['test'],
                row['check_perf_var'], row['device'] or '',
                row['check_perf_unit'])
