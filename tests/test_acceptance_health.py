@@ -3,10 +3,12 @@ node has its own sysfs tree (built from the real procfs fixture, the sandbox
 nodes share /sys) and a stand-in nvidia-smi replaying real XML; on one node
 the benchmark stand-in raises link_downed and symbol_error while it runs, on
 another a low STREAM runs beside a GPU thermal slowdown."""
+import os
 from pathlib import Path
 
 from checks.common.health_sampling import SAMPLES_DIR
 from tests.health_data import HEALTH, PORT, build_sysfs
+from tests.helpers import REPO, STANDINS, run_reframe, stored_rows, suite_env
 from tests.test_acceptance import (LOW_STREAM, NODES, STREAM_ONLY,  # noqa: F401
                                    acceptance, sandbox_env, stored,
                                    verdict_of)
@@ -89,3 +91,27 @@ def test_rising_counters_fail_their_node_with_the_health_reason(
     # the samples are kept with the test's outputs
     home = Path(env['CLUSTERPROOF_HOME'])
     assert list(home.rglob(f'output/**/{SAMPLES_DIR}/after.sb-n3.txt'))
+
+
+def test_a_two_node_job_samples_both_nodes(slurm_sandbox, tmp_path):
+    """One srun --overlap step per node of the job: each node's own tree."""
+    trees = tmp_path / 'sysfs'
+    for node in NODES:
+        build_sysfs(trees / node)
+    env = suite_env(tmp_path / 'home', {
+        **slurm_sandbox.env,
+        'PATH': f'{STANDINS}{os.pathsep}{os.environ["PATH"]}'})
+    result = run_reframe(
+        '--system', 'sandbox:hbv4', '-c', 'checks/network/osu.py',
+        '-n', 'OsuPointToPoint%buffer=cpu%benchmark=osu_latency',
+        '-S', f'health_sysfs_root={trees}/%n', '-r',
+        '--prefix', str(tmp_path / 'rfm'), env=env, cwd=str(REPO))
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = stored_rows(tmp_path / 'home')
+    [latency] = [r for r in rows if r['check_perf_var'] == 'latency']
+    nodes = latency['check_job_nodelist']
+    assert len(nodes) == 2
+    summaries = sorted((r['check_job_nodelist'], r['device'])
+                       for r in rows if r['check_perf_var'] == 'health')
+    assert summaries == sorted(([n], 'mlx5_0/1') for n in nodes)
+    assert latency['hca_firmware'] == '14.28.2006'
