@@ -445,6 +445,9 @@ def test_nccl_single_node_on_sandbox(tmp_path, slurm_sandbox):
     script = next((tmp_path / 'rfm').rglob('rfm_job.sh')).read_text()
     assert '#SBATCH --ntasks=2' in script
     assert 'export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml' in script
+    # the NCCL the log names is in the rows' fingerprint
+    rows = benchmark_rows(stored_rows(tmp_path / 'home'))
+    assert {row['nccl_version'] for row in rows} == {'2.18.3+cuda12.2'}
 
 
 def test_nccl_multi_node_on_sandbox(tmp_path, slurm_sandbox):
