@@ -6,11 +6,13 @@ import subprocess
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from checks.health import dump, fingerprint, gpu, infiniband, judge, \
     kernel_log, nvlink, rules
 from tests.health_data import HEALTH, build_sysfs, raise_counter
 from tests.helpers import REPO, STANDINS
+from tests.hostile_text import random_text
 
 SAMPLER = REPO / 'checks' / 'common' / 'health_sample.sh'
 HB = 'Standard_HB176rs_v4'
@@ -322,3 +324,43 @@ def test_inactive_nvlinks_fail_their_gpu(tmp_path):
     assert quiet.lines('nvlink') == []
     assert judge.assess('nd-1', before, quiet, rules.load(), rules.nominal(
         'Standard_ND96amsr_A100_v4')).findings == []
+
+
+SAMPLE_PARSERS = {
+    'sample': lambda text: dump.split(text),
+    'infiniband': lambda text: infiniband.parse(text.splitlines()),
+    'log': lambda text: (kernel_log.link_flaps(text.splitlines()),
+                         kernel_log.xids(text.splitlines())),
+    'nvlink': lambda text: nvlink.parse(text.splitlines()),
+}
+
+
+@pytest.mark.parametrize('name', sorted(SAMPLE_PARSERS))
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text())
+def test_sample_parsers_take_any_text(name, text):
+    SAMPLE_PARSERS[name](text)
+    with pytest.raises(ValueError):
+        gpu.parse(text + '<')
+
+
+@pytest.mark.parametrize('name', sorted(SAMPLE_PARSERS))
+def test_sample_parsers_are_linear(name):
+    """Long runs of the patterns they look for, and random text: 400 k
+    characters in well under the bound a quadratic parser would need."""
+    for text in (random_text(400_000),
+                 'mlx5_0/ports/1/counters/link_downed:' * 10_000,
+                 'GPU 1: Link 2: ' * 25_000,
+                 'NVRM: Xid (PCI:0000:' * 20_000,
+                 'ib0 lost carrier ' * 25_000):
+        began = time.perf_counter()
+        SAMPLE_PARSERS[name](text)
+        assert time.perf_counter() - began < 5.0
+
+
+def test_samples_take_the_names_the_job_recorded():
+    from checks.common.health_sampling import as_job_nodes
+    assert as_job_nodes({'hb-1': 1, 'sb-n2': 2},
+                        ['hb-1.cluster.internal', 'sb-n2']) == \
+        {'hb-1.cluster.internal': 1, 'sb-n2': 2}

@@ -19,6 +19,7 @@ import reframe.core.runtime as rt
 import reframe.utility.typecheck as typ
 
 from ..health import dump, fingerprint, judge, rules
+from .job_nodes import NODES_FILE, read_nodes_file
 
 SAMPLER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'health_sample.sh')
@@ -85,6 +86,15 @@ def samples_of(directory: str) -> dict[str, dict]:
     return found
 
 
+def as_job_nodes(samples: dict, job_nodes: list[str]) -> dict:
+    """Samples under the names the job recorded: a node samples itself as
+    its short host name where no Slurm name is set (PBS), and
+    $PBS_NODEFILE may hold the full one."""
+    full = {node.split('.')[0]: node for node in job_nodes}
+    return {node if node in job_nodes else full.get(node, node): entry
+            for node, entry in samples.items()}
+
+
 class HealthSampling(rfm.RegressionTestPlugin):
     #: Sample IB and GPU health before and after the run (-S
     #: health_sampling=false turns it off).
@@ -143,8 +153,12 @@ class HealthSampling(rfm.RegressionTestPlugin):
     def _assess_health(self):
         if self.is_local() or not self.health_sampling:
             return
-        samples = samples_of(os.path.join(self.stagedir, SAMPLES_DIR))
-        nodes = list(dict.fromkeys(list(self.job_nodes) + sorted(samples)))
+        # what the job recorded (JobNodes reads the same file, maybe later)
+        job_nodes = list(self.job_nodes) or read_nodes_file(
+            os.path.join(self.stagedir, NODES_FILE))
+        samples = as_job_nodes(
+            samples_of(os.path.join(self.stagedir, SAMPLES_DIR)), job_nodes)
+        nodes = list(dict.fromkeys(job_nodes + sorted(samples)))
         shipped_rules, nominal = rules.load(), self._nominal()
         findings, rows, prints = [], [], {}
         for node in nodes:
