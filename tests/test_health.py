@@ -364,3 +364,19 @@ def test_samples_take_the_names_the_job_recorded():
     assert as_job_nodes({'hb-1': 1, 'sb-n2': 2},
                         ['hb-1.cluster.internal', 'sb-n2']) == \
         {'hb-1.cluster.internal': 1, 'sb-n2': 2}
+
+
+def test_xids_of_other_classes_or_buses_are_kept():
+    line = (HEALTH / 'nvsentinel_issue155_xid79.log').read_text()
+    text = '##clusterproof-health nvidia-smi\n' + xml(
+        'telegraf_a100-sxm4-v12.xml')
+    result = judge.assess('nd-1', dump.split(text), dump.split(
+        text + '\n##clusterproof-health log\n' + line + line.replace(
+            ': 79, ', ': 13, ')), rules.load(),
+        rules.nominal('Standard_ND96amsr_A100_v4'))
+    # bus 44 is no GPU of this sample: kept under its bus id
+    assert [(f.device, f.metric, f.value) for f in result.findings] == \
+        [('pci 0000:44:00', 'xid_error', 79)]
+    assert [(r.device, r.metric, r.value, r.result) for r in result.rows
+            if r.metric == 'xid'] == [('pci 0000:44:00', 'xid', 13,
+                                       'no_reference')]

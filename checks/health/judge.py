@@ -206,6 +206,22 @@ def _pcie(node: _Node, new: gpu.Gpu, nominal: Nominal) -> list:
     return found
 
 
+def _xids(node: _Node, device: str, what: str, xids: list[kernel_log.Xid],
+          errors: set) -> list:
+    """An XID of the error class is a finding; any other is recorded."""
+    found = []
+    for xid in xids:
+        reason = f'{what} XID {xid.code}: {xid.line[-160:]}'
+        if xid.code in errors:
+            found += node.state('gpu', device, 'xid_error', xid.code, None,
+                                'xid', reason)
+        else:
+            node.result.rows.append(Row(node.node, device, 'xid', xid.code,
+                                        'xid', 'no_reference',
+                                        reason=reason))
+    return found
+
+
 def _gpus(node: _Node, before: gpu.Sample, after: gpu.Sample,
           xids: list[kernel_log.Xid], links: dict[int, nvlink.Links],
           nominal: Nominal):
@@ -229,12 +245,8 @@ def _gpus(node: _Node, before: gpu.Sample, after: gpu.Sample,
                     f'GPU {new.index} {name.replace("_", " ")}'
                     + (' (already before the test)' if was else ''))
         found += _pcie(node, new, nominal)
-        for xid in by_gpu.get(new.index, []):
-            if xid.code in errors:
-                found += node.state('gpu', new.device, 'xid_error',
-                                    xid.code, None, 'xid',
-                                    f'GPU {new.index} XID {xid.code}: '
-                                    f'{xid.line[-160:]}')
+        found += _xids(node, new.device, f'GPU {new.index}',
+                       by_gpu.get(new.index, []), errors)
         problem = links[new.index].problem() if new.index in links else None
         if problem:
             found += node.state('gpu', new.device, 'nvlink_inactive',
@@ -249,6 +261,9 @@ def _gpus(node: _Node, before: gpu.Sample, after: gpu.Sample,
             **{k: v for k, v in new.gauges.items() if v is not None},
             'temperature_c_before': old.gauges.get('temperature_c')
             if old else None})
+    for xid in by_gpu.get(None, []):
+        node.result.findings += _xids(node, f'pci {xid.pci}',
+                                      f'PCI {xid.pci}', [xid], errors)
 
 
 def _parsed(dump: Dump, name: str, parser, empty):
