@@ -115,3 +115,33 @@ def test_a_two_node_job_samples_both_nodes(slurm_sandbox, tmp_path):
                        for r in rows if r['check_perf_var'] == 'health')
     assert summaries == sorted(([n], 'mlx5_0/1') for n in nodes)
     assert latency['hca_firmware'] == '14.28.2006'
+
+
+def test_a_health_finding_is_drained_with_its_reason():
+    from scripts.acceptance import session, verdicts
+    case = {'name': 'StreamCheck', 'display_name':
+            'StreamCheck %.pinned_nodes=sb-n3', 'system': 'sandbox',
+            'partition': 'hbv4', 'environ': 'builtin', 'result': 'pass',
+            'pinned_nodes': ['sb-n3'], 'job_nodes': ['sb-n3'],
+            'perfvalues': {}, 'health_findings': [
+                {'node': 'sb-n3', 'device': 'mlx5_0/1',
+                 'metric': 'link_downed', 'severity': 'fail', 'value': 1,
+                 'reference': 0,
+                 'reason': 'mlx5_0/1: link_downed +1 during the test'},
+                {'node': 'sb-n3', 'device': 'gpu0', 'severity': 'warn',
+                 'metric': 'clock_event_hw_thermal_slowdown',
+                 'reason': 'GPU 0 hw thermal slowdown active during the run'}]}
+    findings = verdicts.case_findings(case, {})
+    judged = verdicts.node_verdicts(findings, {'sandbox:hbv4': {
+        'sb-n3': 'idle'}})
+    assert [v.verdict for v in judged] == ['bad']
+    drains, _ = session.plan_drains(judged, 1, {'sandbox:hbv4'})
+    assert drains == [{'node': 'sb-n3', 'reason':
+                       'clusterproof acceptance: StreamCheck health: '
+                       'mlx5_0/1: link_downed +1 during the test'}]
+    # a warning alone (a thermal slowdown beside a passing check) is named
+    # nowhere as a failure: the node stays good
+    case['health_findings'] = case['health_findings'][1:]
+    judged = verdicts.node_verdicts(verdicts.case_findings(case, {}),
+                                    {'sandbox:hbv4': {'sb-n3': 'idle'}})
+    assert [v.verdict for v in judged] == ['good']

@@ -20,10 +20,12 @@ def _by_node(case: dict) -> dict[str, list[dict]]:
 
 
 def node_findings(case: dict, base: dict) -> list[Finding]:
-    """One failing finding per health finding of class 'fail'."""
+    """One failing finding per health finding of class 'fail'. Its reason
+    says it all (device, counter, change), so a drain names it, not a
+    metric against a reference."""
     where = {k: v for k, v in base.items() if k != 'scope'}
     return [Finding(**where, node=node, scope='node', verdict=FAIL,
-                    metric=entry.get('metric'), value=entry.get('value'),
+                    value=entry.get('value'),
                     reference=entry.get('reference'),
                     reason=f"health: {entry.get('reason')}")
             for node, entries in _by_node(case).items()
