@@ -23,9 +23,9 @@ def test_rising_counters_fail_their_node_with_the_health_reason(
     env = {**sandbox_env,
            'CLUSTERPROOF_STANDIN_RAISE_SB_N3':
                f'{counters}/link_downed+1;{counters}/symbol_error+7',
-           'CLUSTERPROOF_REPLAY_NVIDIA_SMI':
+           'CLUSTERPROOF_REPLAY_NVIDIA_SMI_XML':
                str(HEALTH / 'telegraf_a100-sxm4-v12.xml'),
-           'CLUSTERPROOF_REPLAY_NVIDIA_SMI_AFTER_SB_N2':
+           'CLUSTERPROOF_REPLAY_NVIDIA_SMI_XML_AFTER_SB_N2':
                str(HEALTH / 'a100-sxm4-v12_hw_thermal_slowdown.xml'),
            'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N2': str(LOW_STREAM)}
     result, summary = acceptance(

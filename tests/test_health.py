@@ -242,7 +242,7 @@ def test_the_stand_in_checks_its_arguments(tmp_path):
 
 def test_the_fingerprint_of_a_node(tmp_path):
     build_sysfs(tmp_path / 'sys-nd-1')
-    env = {'CLUSTERPROOF_REPLAY_NVIDIA_SMI':
+    env = {'CLUSTERPROOF_REPLAY_NVIDIA_SMI_XML':
            str(HEALTH / 'telegraf_a100-sxm4-v12.xml')}
     before = sample(tmp_path, 'before', 'nd-1', env)
     pool = b''.join(key.ljust(512, b'\0') + value.ljust(2048, b'\0')
@@ -302,7 +302,7 @@ def test_inactive_nvlinks_fail_their_gpu(tmp_path):
     (tmp_path / 'nvlink.txt').write_text(
         (HEALTH / 'azhc_bad_nvlink_status.txt').read_text() + one_down
         + good)
-    env = {'CLUSTERPROOF_REPLAY_NVIDIA_SMI': str(tmp_path / 'gpus.xml'),
+    env = {'CLUSTERPROOF_REPLAY_NVIDIA_SMI_XML': str(tmp_path / 'gpus.xml'),
            'CLUSTERPROOF_REPLAY_NVIDIA_SMI_NVLINK': str(tmp_path /
                                                         'nvlink.txt')}
     before = sample(tmp_path, 'before', 'nd-1', env)
@@ -319,7 +319,7 @@ def test_inactive_nvlinks_fail_their_gpu(tmp_path):
     assert (summary.result, summary.params['nvlink_active']) == ('pass', 12)
     # no NVLink output (not enabled there): nothing judged
     quiet = sample(tmp_path, 'after', 'nd-1',
-                   {'CLUSTERPROOF_REPLAY_NVIDIA_SMI': str(tmp_path /
+                   {'CLUSTERPROOF_REPLAY_NVIDIA_SMI_XML': str(tmp_path /
                                                           'gpus.xml')})
     assert quiet.lines('nvlink') == []
     assert judge.assess('nd-1', before, quiet, rules.load(), rules.nominal(

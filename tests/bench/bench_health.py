@@ -76,7 +76,7 @@ def main() -> int:
         nd_tree(root)
         env = {**os.environ, 'SLURMD_NODENAME': NODE,
                'PATH': f'{STANDINS}{os.pathsep}{os.environ["PATH"]}',
-               'CLUSTERPROOF_REPLAY_NVIDIA_SMI': str(gpu_xml(root,
+               'CLUSTERPROOF_REPLAY_NVIDIA_SMI_XML': str(gpu_xml(root,
                                                              args.gpus))}
         shipped, nominal = rules.load(), rules.nominal(SKU)
         for _ in range(args.repeat):
