@@ -9,9 +9,9 @@ from pathlib import Path
 from checks.common.health_sampling import SAMPLES_DIR
 from tests.health_data import HEALTH, PORT, build_sysfs
 from tests.helpers import REPO, STANDINS, run_reframe, stored_rows, suite_env
-from tests.test_acceptance import (LOW_STREAM, NODES, STREAM_ONLY,  # noqa: F401
-                                   acceptance, sandbox_env, stored,
-                                   verdict_of)
+from tests.test_acceptance import (  # noqa: F401 (sandbox_env: a fixture)
+    LOW_STREAM, NODES, STREAM_ONLY, acceptance, sandbox_env, stored,
+    verdict_of)
 
 
 def test_rising_counters_fail_their_node_with_the_health_reason(

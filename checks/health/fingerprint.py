@@ -17,8 +17,9 @@ COLUMNS = ('kernel_version', 'os_image', 'gpu_driver_version',
            'hca_firmware', 'gpu_vbios', 'physical_host')
 
 # Hyper-V data exchange (KVP) pool files: records of a 512-byte key and a
-# 2048-byte value, NUL-padded (Linux hv_kvp_daemon, HV_KVP_EXCHANGE_MAX_KEY_SIZE
-# and HV_KVP_EXCHANGE_MAX_VALUE_SIZE of include/uapi/linux/hyperv.h). Pool 3
+# 2048-byte value, NUL-padded (Linux hv_kvp_daemon:
+# HV_KVP_EXCHANGE_MAX_KEY_SIZE and HV_KVP_EXCHANGE_MAX_VALUE_SIZE of
+# include/uapi/linux/hyperv.h). Pool 3
 # holds what the host gives every guest: HostName, PhysicalHostName,
 # PhysicalHostNameFullyQualified, VirtualMachineName (Microsoft Learn,
 # "Data Exchange: Using key-value pairs to share information between the

@@ -50,7 +50,8 @@ def gpu_xml(root: Path, gpus: int) -> Path:
     text = (HEALTH / 'telegraf_a100-sxm4-v12.xml').read_text()
     start, end = text.index('<gpu id='), text.index('</gpu>') + len('</gpu>')
     one = text[start:end]
-    many = ''.join(one.replace('00000000:01:00.0', f'00000000:{i + 1:02X}:00.0')
+    many = ''.join(one.replace('00000000:01:00.0',
+                               f'00000000:{i + 1:02X}:00.0')
                    for i in range(gpus))
     path = root / 'gpus.xml'
     path.write_text(text[:start] + many + text[end:])
