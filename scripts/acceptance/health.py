@@ -32,6 +32,27 @@ def node_findings(case: dict, base: dict) -> list[Finding]:
             for entry in entries if entry.get('severity') == SEVERITY_FAIL]
 
 
+def _note(finding: Finding, notes: str) -> None:
+    if '; health: ' not in finding.reason and \
+            not finding.reason.startswith('health: '):
+        finding.reason = f'{finding.reason}; health: {notes}'.lstrip('; ')
+
+
+def name_concurrent_after(findings: list[Finding], cases: list[dict]) -> None:
+    """The same for the verdicts decided after the sessions (peers, site
+    baseline): a failing finding names the health findings of its job on
+    its node."""
+    by_job: dict[tuple[str, str], list[str]] = {}
+    for case in cases:
+        for node, entries in _by_node(case).items():
+            by_job.setdefault((str(case.get('jobid')), node), []).extend(
+                str(e.get('reason')) for e in entries)
+    for finding in findings:
+        notes = by_job.get((str(finding.jobid), finding.node))
+        if finding.verdict == FAIL and notes:
+            _note(finding, '; '.join(notes))
+
+
 def name_concurrent(found: list[Finding], case: dict) -> None:
     """'below the lower bound 8000' -> '...; during the run: GPU 0 hw
     thermal slowdown active during the run' (every node of a check that
@@ -46,5 +67,4 @@ def name_concurrent(found: list[Finding], case: dict) -> None:
             notes = '; '.join(f"{e.get('node')} {e.get('reason')}"
                               if finding.node == WHOLE_PARTITION
                               else str(e.get('reason')) for e in entries)
-            finding.reason = f'{finding.reason}; health: {notes}'.lstrip(
-                '; ')
+            _note(finding, notes)
