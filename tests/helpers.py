@@ -32,6 +32,12 @@ def stored_rows(home: Path) -> list[dict]:
     return rows
 
 
+def benchmark_rows(rows: list[dict]) -> list[dict]:
+    """The rows of what the benchmarks measured, without the health
+    samples' rows around them (facility clusterproof-health)."""
+    return [row for row in rows if row['facility'] != 'clusterproof-health']
+
+
 def suite_env(home: Path, extra: dict | None = None) -> dict:
     """This process's environment without anything that would send results
     to Azure, ask the instance metadata service or pick a system, and with

@@ -14,6 +14,9 @@ What it holds, so that every shipped query has something to find:
   node, and NCCL all_reduce avg_busbw (GB/s, reference 480); the latest
   acceptance run could not measure NCCL on nd-3 (not_measured).
 - One STREAM row stored twice (same record_id): counted once.
+- Every row carries its node's fingerprint (fingerprint()): one kernel, image,
+  OFED and firmware per SKU, until the last day, when hb-3 (the bad node)
+  runs a newer kernel than its peers.
 """
 from __future__ import annotations
 
@@ -144,6 +147,36 @@ def _westeu(day: int, when: dt.datetime, session: str,
     return rows
 
 
+KERNEL, NEW_KERNEL = '5.15.0-1053-azure', '5.15.0-1061-azure'
+GPU_DRIVER, NEW_GPU_DRIVER = '535.154.05', '550.54.15'
+
+
+def fingerprint(node: str, newer_kernel: bool = False,
+                gpu_driver: str = GPU_DRIVER) -> dict:
+    """The fingerprint columns of one node (ND nodes have GPUs)."""
+    gpu = node.startswith('nd-')
+    return {
+        'kernel_version': NEW_KERNEL if newer_kernel else KERNEL,
+        'os_image': '22.04.2024102301',
+        'gpu_driver_version': gpu_driver if gpu else None,
+        'cuda_version': '12.2' if gpu else None,
+        'nccl_version': '2.21.5+cuda12.4' if gpu else None,
+        'mpi_version': 'hpcx-v2.20-gcc-mlnx_ofed-ubuntu22.04-cuda12-x86_64',
+        'ofed_version': 'MLNX_OFED_LINUX-24.04-0.7.0.0',
+        'hca_firmware': '28.39.2048',
+        'gpu_vbios': '96.00.89.00.01' if gpu else None,
+        'physical_host': f'GN4-21-{10 + int(node.split("-")[1])}',
+    }
+
+
+def _with_fingerprint(row: dict, day: int, days: int) -> dict:
+    nodes = row['check_job_nodelist']
+    if len(nodes) != 1:
+        return row
+    newer = day == days - 1 and nodes[0] == 'hb-3'
+    return {**row, **fingerprint(nodes[0], newer_kernel=newer)}
+
+
 def build(home: Path, now: dt.datetime = NOW, days: int = DAYS) -> list[dict]:
     """Write the store under *home*/results, its last runs ten hours before
     *now*, one run a day for *days* days; return the distinct rows."""
@@ -152,7 +185,8 @@ def build(home: Path, now: dt.datetime = NOW, days: int = DAYS) -> list[dict]:
         when = now - dt.timedelta(days=days - 1 - day, hours=10)
         for cluster, rows_of in (('eastus', _eastus), ('westeu', _westeu)):
             session = f'{when:%Y%m%dT%H%M%SZ}-{cluster}'
-            rows = rows_of(day, when, session, days)
+            rows = [_with_fingerprint(row, day, days)
+                    for row in rows_of(day, when, session, days)]
             path = home / 'results' / f'{when:%Y-%m-%d}' / f'{session}.jsonl'
             path.parent.mkdir(parents=True, exist_ok=True)
             lines = [json.dumps(row) for row in rows]

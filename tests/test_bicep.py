@@ -41,7 +41,7 @@ COLUMN_TYPES = {'string', 'int', 'long', 'real', 'boolean', 'datetime',
 # The base first: every other query reads it (as a let of the same name).
 QUERIES = ['results', 'latest_by_node', 'trends', 'regressions', 'failures',
            'compare_clusters', 'node_outliers', 'share_of_reference',
-           'run_summary']
+           'run_summary', 'what_changed']
 
 
 @cache

@@ -23,7 +23,7 @@ from checks.parsers import nccl as nccl_parser
 from checks.common import references
 from config.systems.azure_skus import SKUS
 from tests.helpers import (DATA, REPO, STANDINS, run_reframe,
-                           stored_rows, suite_env)
+                           stored_rows, suite_env, benchmark_rows)
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 DRY_LINE = re.compile(
@@ -242,7 +242,9 @@ def test_perftest_pair_on_ndv5_uses_gpu_memory_per_hca(ndv5):
     assert '#SBATCH --ntasks=2' in script
     assert '#SBATCH --ntasks-per-node=1' in script
     assert '#SBATCH --gres=gpu:8' in script
-    assert script[-1] == 'bash perftest_hcas.sh'
+    # the run, then the health sample after it (checks/common/health_sampling)
+    assert script[-2] == 'bash perftest_hcas.sh'
+    assert 'clusterproof_health_sample.sh after' in script[-1]
     pairs = (stage / 'perftest_hcas.sh').read_text()
     assert "STEP_OPTIONS=--gres=gpu:8" in pairs
     assert 'client=${nodes[1]}' in pairs
@@ -448,6 +450,9 @@ def test_nccl_single_node_on_sandbox(tmp_path, slurm_sandbox):
     assert '#SBATCH --ntasks=2' in script
     # the image's topology files are not on the sandbox: none is exported
     assert 'for f in /opt/microsoft/ndv5/topo.xml' in script
+    # the NCCL the log names is in the rows' fingerprint
+    rows = benchmark_rows(stored_rows(tmp_path / 'home'))
+    assert {row['nccl_version'] for row in rows} == {'2.18.3+cuda12.2'}
 
 
 def test_nccl_multi_node_on_sandbox(tmp_path, slurm_sandbox):
@@ -556,7 +561,7 @@ def test_perftest_rows_carry_device_and_peak(tmp_path, slurm_sandbox):
         '-c', 'checks/network/perftest.py', '-S', 'hcas=mlx5_ib0,mlx5_ib1',
         '-n', 'PerftestLoopback%benchmark=ib_write_bw')
     assert result.returncode == 0, output
-    rows = [row for row in stored_rows(tmp_path / 'home')
+    rows = [row for row in benchmark_rows(stored_rows(tmp_path / 'home'))
             if row['check_name'].startswith('PerftestLoopback')]
     by_device = {(row['check_perf_var'], row['device']): row for row in rows}
     assert set(by_device) == {(metric, hca) for metric in ('bw_avg', 'bw_peak')

@@ -119,6 +119,10 @@ def test_chromium_renders_charts_and_tables(report, tmp_path):
     assert verdict_rows[1].get('class') == 'fail'   # [0] is the header
     regressions = ' '.join(dom.text_in('regressions'))
     assert '560,000 MB/s' in regressions and 'below baseline' in regressions
+    # what changed on the node, beside the bad node and its regression
+    changed = ("hb-3: kernel_version 5.15.0-1053-azure -> 5.15.0-1061-azure "
+               "(25% of the SKU's nodes)")
+    assert changed in bad_nodes and changed in regressions
     captions = ' '.join(text for stack, text in dom.texts
                         if any(t == 'figcaption' for t, _, _ in stack))
     assert '24 DDR5 channels' in captions          # the peak's source
@@ -143,8 +147,8 @@ def test_the_report_from_log_analytics(tmp_path, fake_azure):
     assert done.returncode == 0, done.stderr
     assert 'Log Analytics workspace' in done.stdout
     assert f'{SERIES} trend chart(s)' in done.stdout
-    assert len(fake_azure.queries) == 5
-    assert fake_azure.token_requests == 1      # one credential for all five
+    assert len(fake_azure.queries) == 6
+    assert fake_azure.token_requests == 1      # one credential for all six
     assert out.read_text().count('<figure class="trend"') == SERIES
 
 

@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from tests.helpers import REPO, STANDINS, run_reframe, stored_rows
+from tests.helpers import (REPO, STANDINS, benchmark_rows, run_reframe,
+                           stored_rows)
 
 # What the replayed recordings were run with: the stand-ins refuse any
 # other input, so the checks are told to generate exactly this.
@@ -38,7 +39,7 @@ def run_on_sandbox(slurm_sandbox, tmp_path, partition, *args, extra_env=None):
     result = run_reframe('--system', f'sandbox:{partition}', *args, '-r',
                          '--prefix', str(tmp_path / 'rfm'),
                          env=env, cwd=str(REPO))
-    rows = stored_rows(tmp_path / 'home')
+    rows = benchmark_rows(stored_rows(tmp_path / 'home'))
     return result, rows
 
 

@@ -16,6 +16,7 @@ var compareClustersQuery = loadTextContent('../queries/compare_clusters.kql')
 var nodeOutliersQuery = loadTextContent('../queries/node_outliers.kql')
 var shareOfReferenceQuery = loadTextContent('../queries/share_of_reference.kql')
 var runSummaryQuery = loadTextContent('../queries/run_summary.kql')
+var whatChangedQuery = loadTextContent('../queries/what_changed.kql')
 
 var queries = [
   {
@@ -53,6 +54,10 @@ var queries = [
   {
     name: 'run_summary'
     query: '${resultsLet}${runSummaryQuery}'
+  }
+  {
+    name: 'what_changed'
+    query: '${resultsLet}${whatChangedQuery}'
   }
 ]
 

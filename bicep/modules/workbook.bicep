@@ -25,6 +25,7 @@ var compareClustersQuery = loadTextContent('../queries/compare_clusters.kql')
 var nodeOutliersQuery = loadTextContent('../queries/node_outliers.kql')
 var shareOfReferenceQuery = loadTextContent('../queries/share_of_reference.kql')
 var runSummaryQuery = loadTextContent('../queries/run_summary.kql')
+var whatChangedQuery = loadTextContent('../queries/what_changed.kql')
 
 var parameterItem = {
   type: 9
@@ -200,6 +201,21 @@ var shareOfReferenceItem = {
   }
 }
 
+var whatChangedItem = {
+  type: 3
+  name: 'what_changed'
+  content: {
+    version: 'KqlItem/1.0'
+    title: 'What changed on a node between its last passing and first failing run (kernel, image, drivers, firmware, physical host)'
+    query: '${resultsLet}${whatChangedQuery}'
+    size: 0
+    queryType: 0
+    resourceType: workspaceType
+    timeContextFromParameter: 'TimeRange'
+    visualization: 'table'
+  }
+}
+
 var headerItem = {
   type: 1
   name: 'header'
@@ -219,6 +235,7 @@ var workbookContent = {
     latestByNodeItem
     nodeOutliersItem
     regressionsItem
+    whatChangedItem
     failuresItem
     compareClustersItem
   ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
+from .health_sampling import HealthSampling
 from .job_nodes import JobNodes
 from .node_fit import FitsPartition
 from .parsed_output import ParsedOutput
@@ -15,8 +16,8 @@ from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool, JobNodes, VmSize, TimeLimited,
-                    FitsPartition, ReportsProgress):
+                    ExternalTool, JobNodes, VmSize, HealthSampling,
+                    TimeLimited, FitsPartition, ReportsProgress):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

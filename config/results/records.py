@@ -19,6 +19,8 @@ SCHEMA_FILE = Path(__file__).resolve().parents[2] / 'bicep' / \
 DATA_VERSION = '2.0'
 # A LogRecord attribute holding its row, so every handler sends the same one
 ROW_ATTR = '_clusterproof_row'
+# The facility of the rows of the health samples around a test
+HEALTH_FACILITY = 'clusterproof-health'
 
 
 @functools.lru_cache(maxsize=None)
@@ -120,7 +122,63 @@ def _check_facts(check) -> dict:
     facts['vm_sku_observed'] = getattr(check, 'vm_sku_observed', None) or None
     # GB200/GB300: checks/gpu/nvlink_fabric.py, NcclMultiNode per domain
     facts['nvlink_domain'] = getattr(check, 'nvlink_domain', None) or None
+    # Health around the run (checks/common/health_sampling.py): node ->
+    # fingerprint columns ('*': the job's nodes together), and its rows
+    facts['fingerprints'] = dict(getattr(check, 'node_fingerprints', None)
+                                 or {})
+    facts['health_rows'] = list(getattr(check, 'health_rows', None) or [])
+    facts['health_notes'] = dict(getattr(check, 'health_notes', None) or {})
     return facts
+
+
+def _with_health_notes(values: dict, facts: dict) -> dict:
+    """A failing value names the health findings of its nodes during the
+    run ('...; health: GPU 3 hw thermal slowdown active during the run')."""
+    notes = [facts['health_notes'][node]
+             for node in values['check_job_nodelist']
+             if node in facts.get('health_notes', {})]
+    if notes and values.get('check_perf_result') == 'fail':
+        reason = values.get('check_fail_reason')
+        values['check_fail_reason'] = '; '.join(
+            filter(None, [reason, 'health: ' + '; '.join(notes)]))
+    return values
+
+
+def _fingerprint(facts: dict, nodes: list) -> dict:
+    prints = facts.get('fingerprints') or {}
+    key = nodes[0] if len(nodes) == 1 else '*'
+    return dict(prints.get(key) or prints.get('*') or {})
+
+
+def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
+    """The rows of the health samples, keyed like perf variables (metric,
+    device, node): each is about one node and one device."""
+    rows = {}
+    for health in facts.get('health_rows', []):
+        judged = health.get('reference') is not None
+        values = {**attrs,
+                  'check_perf_var': health['metric'],
+                  'check_perf_value': health.get('value'),
+                  'check_perf_unit': health.get('unit'),
+                  'check_perf_ref': health.get('reference'),
+                  'check_perf_lower_thres': 0 if judged and
+                  health.get('reference') else None,
+                  'check_perf_upper_thres': 0 if judged and
+                  not health.get('reference') else None}
+        node = health.get('node')
+        row_facts = {**facts, 'job_nodes': [node] if node else [],
+                     'metric_devices': {}, 'metric_peaks': {},
+                     'reference_sources': {health['metric']:
+                                           health.get('source') or None},
+                     'check_params': {**facts.get('check_params', {}),
+                                      'health': health.get('params') or {}}}
+        row = _row_values(values, session_id, row_facts)
+        row['facility'] = HEALTH_FACILITY
+        row['device'] = health.get('device')
+        row['check_perf_result'] = health.get('result')
+        row['check_fail_reason'] = health.get('reason') or None
+        rows[f"{health['metric']}@{health.get('device')}@{node}"] = row
+    return rows
 
 
 def split_device(var: str | None, devices: dict) -> tuple[str | None, str | None]:
@@ -169,7 +227,8 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'reference_source': facts.get('reference_sources', {}).get(var),
         'reframe_version': attrs.get('version'),
     })
-    return make_row(values)
+    values.update(_fingerprint(facts, values['check_job_nodelist']))
+    return make_row(_with_health_notes(values, facts))
 
 
 def _sibling_attrs(attrs: dict, perfvalues: dict) -> dict:
@@ -213,6 +272,7 @@ def rows_of_test(record, session_id: str) -> list[dict]:
         cache[key] = {name: _row_values(sibling, session_id, facts)
                       for name, sibling in
                       _sibling_attrs(attrs, perfvalues).items()}
+        cache[key].update(_health_rows(attrs, session_id, facts))
     return list(cache[key].values())
 
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from config.results import store
+from config.results import records, store
 from scripts.judging import baseline, common_mode, peers
 
 from . import summary
@@ -35,7 +35,9 @@ def rows_of_run(jobids: set[str], since: float) -> list[dict]:
             continue
         found += [row for row in store.read_session_file(path)
                   if str(row.get('check_jobid')) in jobids
-                  and not row.get('judged_record_id')]
+                  and not row.get('judged_record_id')
+                  # health rows are judged by their rules, not by peers
+                  and row.get('facility') != records.HEALTH_FACILITY]
     return found
 
 

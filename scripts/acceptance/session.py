@@ -13,8 +13,8 @@ from pathlib import Path
 from config.results import azure_logs, sessions, store
 from scripts.judging import baseline, peers
 
-from . import (block_topology, confirm, judge, nvlink, plan, repair, resume,
-               sku_mismatch, slurm, summary, verdicts)
+from . import (block_topology, confirm, health, judge, nvlink, plan, repair,
+               resume, sku_mismatch, slurm, summary, verdicts)
 from . import power_up as powering
 
 REPO = Path(__file__).resolve().parents[2]
@@ -385,6 +385,8 @@ def run(options: Options, say=print) -> int:
                 options.confirm, findings, judgements, nodes,
                 lambda phase: run_phase(phase, options, workdir, say),
                 lambda again: _measure_again(again, started, options), say)
+        health.name_concurrent_after(
+            findings, [case for r in results for case in r.cases])
         if nodes:
             slurm.check_controller()
     except (RunBroken, slurm.SchedulerError) as error:

@@ -215,7 +215,10 @@ def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
                 finding.reason = (finding.reason + f" (attempt "
                                   f"{finding.attempts})").strip()
         found += metrics
-    return found
+    # health around the run (scripts/acceptance/health.py)
+    from . import health
+    health.name_concurrent(found, case)
+    return found + health.node_findings(case, base)
 
 
 def _pair_blame(findings: list[Finding]) -> tuple[set, set]:

@@ -7,8 +7,13 @@ import dataclasses
 import datetime as dt
 from collections import defaultdict
 
+from checks.health.judge import NOT_AVAILABLE_METRIC, SUMMARY_METRIC
 from scripts.query import library
 from scripts.query.runner import Runner
+
+# Health rows that summarise a device or say what was not available: no
+# trend to draw (bad nodes show their findings; the counters keep theirs).
+HEALTH_NOTES = (SUMMARY_METRIC, NOT_AVAILABLE_METRIC)
 
 
 @dataclasses.dataclass
@@ -58,6 +63,8 @@ class Report:
 def _series(trends: list[dict]) -> list[Series]:
     by_key = defaultdict(list)
     for row in trends:
+        if row['check_perf_var'] in HEALTH_NOTES:
+            continue
         key = (row['cluster'], row['vm_sku'], row['test'],
                row['check_perf_var'], row['device'] or '',
                row['check_perf_unit'])
@@ -128,12 +135,34 @@ def _later(when, than) -> bool:
     return than is None or (when is not None and when > than)
 
 
+def what_changed_text(changes: list[dict], cluster, nodes) -> str:
+    """'hb-3: kernel_version 5.15.0-1053-azure -> 5.15.0-1061-azure (25%
+    of the SKU's nodes)' for the nodes named, from what_changed."""
+    parts = []
+    for c in changes:
+        if c['cluster'] != cluster or c['node'] not in nodes:
+            continue
+        text = (f"{c['node']}: {c['field']} {c['before'] or '(none)'} -> "
+                f"{c['after'] or '(none)'} ({c['fleet_share_pct']:g}% of the "
+                "SKU's nodes)")
+        if c.get('host_failed_before_as'):
+            text += f", host failed before as {c['host_failed_before_as']}"
+        parts.append(text)
+    return '; '.join(parts)
+
+
+def _with_changes(rows: list[dict], changes: list[dict], nodes_of) -> list:
+    return [{**row, 'what_changed': what_changed_text(
+        changes, row.get('cluster'), nodes_of(row))} for row in rows]
+
+
 def gather(runner: Runner) -> Report:
     outliers = library.outliers_only()
     queries = ('latest_by_node', 'trends', outliers, 'regressions',
-               'run_summary')
-    runner.expect(*queries)          # the store is read once for all five
+               'run_summary', 'what_changed')
+    runner.expect(*queries)          # the store is read once for all six
     latest = runner.run('latest_by_node').records()
+    changes = runner.run('what_changed').records()
     # Failures first, then by cluster and node.
     latest.sort(key=lambda r: (r['check_result'] != 'fail',
                                r['cluster'] or '', r['node'] or '',
@@ -143,6 +172,10 @@ def gather(runner: Runner) -> Report:
         generated=dt.datetime.now(dt.timezone.utc),
         series=_series(runner.run('trends').records()),
         latest_by_node=latest,
-        bad_nodes=_bad_nodes(latest, runner.run(outliers).records()),
-        regressions=runner.run('regressions').records(),
+        bad_nodes=_with_changes(
+            _bad_nodes(latest, runner.run(outliers).records()),
+            changes, lambda row: [row['node']]),
+        regressions=_with_changes(
+            runner.run('regressions').records(), changes,
+            lambda row: list(row.get('check_job_nodelist') or [])),
         runs=runner.run('run_summary').records())

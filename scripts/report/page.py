@@ -98,7 +98,8 @@ def render(report: Report) -> str:
     out.append('<h2 id="bad">Bad nodes</h2>')
     out.append(_table('bad-nodes', [
         ('cluster', 'cluster'), ('partition', 'partition'), ('node', 'node'),
-        ('why', 'why'), ('detail', 'detail'), ('when', 'when'),
+        ('why', 'why'), ('detail', 'detail'),
+        ('what_changed', 'what changed'), ('when', 'when'),
         ('earlier', 'earlier runs with it')], report.bad_nodes))
     if report.bad_nodes:
         out.append('<p class="meta">Each finding once, at its latest run. '
@@ -111,7 +112,8 @@ def render(report: Report) -> str:
         ('check_name', 'test'), ('check_perf_var', 'metric'),
         ('check_perf_value', 'latest'), ('baseline_value', 'baseline'),
         ('change', 'change'), ('check_perf_ref', 'reference'),
-        ('reason', 'reason'), ('completed', 'when')],
+        ('reason', 'reason'), ('what_changed', 'what changed'),
+        ('completed', 'when')],
         report.regressions, unit_key='check_perf_unit'))
     out.append('<h2 id="runs">Runs</h2>')
     out.append(_table('runs', [

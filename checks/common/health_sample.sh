@@ -1,0 +1,125 @@
+#!/bin/sh
+# clusterproof health sample, run by every job on each of its nodes before and
+# after the benchmark (checks/common/health_sampling.py). It only reads: IB
+# port counters and states from sysfs, the GPUs' state (nvidia-smi -q -x), the
+# log lines of link flaps and XIDs since the first sample, and, once per node
+# and session, the node's fingerprint. Nothing here may fail the job: every
+# source that is missing is written down as not available, and the script
+# always exits 0.
+#
+#   health_sample.sh PHASE OUTDIR SYSFS_ROOT FINGERPRINT_DIR
+#
+# PHASE is before or after; SYSFS_ROOT may hold %n, the node's name (the
+# sandbox's nodes share one /sys). It writes OUTDIR/PHASE.NODE.txt, sections
+# headed by '##clusterproof-health NAME' (parsed by checks/health/dump.py).
+
+phase=$1
+out=$2
+sysfs_root=${3:-/sys}
+fingerprints=$4
+node=${SLURMD_NODENAME:-$(hostname -s 2>/dev/null || hostname)}
+sysfs=$(printf '%s' "$sysfs_root" | sed "s|%n|$node|g")
+ib=$sysfs/class/infiniband
+mark='##clusterproof-health'
+mkdir -p "$out" 2>/dev/null
+
+section() { echo "$mark $1"; }
+missing() { echo "$mark not-available $1: $2"; }
+
+ib_sample() {
+    section infiniband
+    if [ ! -d "$ib" ]; then
+        missing infiniband "no $ib"
+        return
+    fi
+    # path:value, one a line (grep -H); unreadable files are left out
+    grep -H . "$ib"/*/fw_ver "$ib"/*/ports/*/state "$ib"/*/ports/*/rate \
+        "$ib"/*/ports/*/link_layer "$ib"/*/ports/*/counters/* \
+        "$ib"/*/ports/*/hw_counters/* 2>/dev/null | sed "s|^$ib/||"
+}
+
+gpu_sample() {
+    section nvidia-smi
+    if ! command -v nvidia-smi >/dev/null 2>&1; then
+        missing gpu 'nvidia-smi not found'
+        return
+    fi
+    xml=$(nvidia-smi -q -x 2>/dev/null)
+    status=$?
+    if [ $status -ne 0 ]; then
+        missing gpu "nvidia-smi -q -x exit $status: $(printf '%s' "$xml" | head -n 1)"
+        return
+    fi
+    printf '%s\n' "$xml"
+    section nvlink
+    nvidia-smi nvlink -s 2>/dev/null
+}
+
+# Link flaps (systemd-networkd's 'ibN: lost carrier', as AzHC counts them)
+# and XIDs since the first sample; the journal is readable where it shows
+# at least one kernel line.
+log_sample() {
+    section log
+    since=$(sed -n "/^$mark time/{n;p;q;}" "$out/before.$node.txt" 2>/dev/null)
+    if ! command -v journalctl >/dev/null 2>&1; then
+        missing log 'journalctl not found'
+        return
+    fi
+    if [ -z "$(journalctl -q -k -b -n 1 --no-pager 2>/dev/null)" ]; then
+        missing log 'the kernel log is not readable here (journalctl -k shows nothing)'
+        return
+    fi
+    journalctl -q --no-pager -o short --since "@${since:-0}" 2>/dev/null |
+        grep -E 'lost carrier|NVRM: Xid' | tail -n 1000
+}
+
+fingerprint() {
+    echo "kernel_version=$(uname -r 2>/dev/null)"
+    if [ -r /opt/azurehpc/component_versions.txt ]; then
+        echo "component_versions=$(tr -d '\n' < /opt/azurehpc/component_versions.txt)"
+    fi
+    if [ -r /etc/os-release ]; then
+        echo "os_release=$(. /etc/os-release && echo "$PRETTY_NAME")"
+    fi
+    command -v ofed_info >/dev/null 2>&1 && echo "ofed_info=$(ofed_info -s 2>/dev/null | head -n 1)"
+    [ -n "$HPCX_DIR" ] && echo "hpcx_dir=$HPCX_DIR"
+    command -v mpirun >/dev/null 2>&1 && echo "mpirun=$(mpirun --version 2>/dev/null | head -n 1)"
+}
+
+# Hyper-V's KVP pool 3 (the keys the host gives the VM, PhysicalHostName
+# among them): copied as it is, records of fixed size (checks/health/
+# fingerprint.py reads them).
+kvp_copy() {
+    pool=/var/lib/hyperv/.kvp_pool_3
+    [ -r "$pool" ] && cp "$pool" "$out/kvp_pool_3.$node" 2>/dev/null
+}
+
+fingerprint_sample() {
+    section fingerprint
+    cached=$fingerprints/$node.txt
+    if [ -n "$fingerprints" ] && [ -s "$cached" ]; then
+        cat "$cached"
+        return
+    fi
+    if [ -n "$fingerprints" ] && mkdir -p "$fingerprints" 2>/dev/null; then
+        fingerprint > "$cached.$$" 2>/dev/null && mv -f "$cached.$$" "$cached"
+        cat "$cached" 2>/dev/null
+    else
+        fingerprint 2>/dev/null
+    fi
+}
+
+{
+    section time
+    date +%s
+    ib_sample
+    gpu_sample
+    if [ "$phase" = after ]; then
+        log_sample
+    else
+        fingerprint_sample
+        kvp_copy
+    fi
+} > "$out/$phase.$node.txt.tmp" 2>/dev/null
+mv -f "$out/$phase.$node.txt.tmp" "$out/$phase.$node.txt" 2>/dev/null
+exit 0

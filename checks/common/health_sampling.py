@@ -1,0 +1,185 @@
+"""Health around every test: the job samples each of its nodes before and
+after the benchmark (health_sample.sh), the test turns the two samples into
+rows, findings and each node's fingerprint (checks/health/).
+
+Nothing here may fail a job: the sampler always exits 0, a source it cannot
+read is written down as not available, and reading the samples never raises.
+On Slurm a job of several nodes samples each of them with one
+``srun --overlap`` step; elsewhere only the node that runs the script.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import time
+
+import reframe as rfm
+import reframe.core.runtime as rt
+import reframe.utility.typecheck as typ
+
+from ..health import dump, fingerprint, judge, rules
+from .job_nodes import NODES_FILE, read_nodes_file
+
+SAMPLER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       'health_sample.sh')
+SAMPLER_COPY = 'clusterproof_health_sample.sh'
+SAMPLES_DIR = 'clusterproof_health'
+FINGERPRINTS_DIR = 'clusterproof_fingerprints'
+# One ReFrame run: the fingerprint is read once per node within it.
+RUN_TOKEN = f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}'
+SLURM = ('slurm', 'squeue')
+# (node, reason) already stored as not available in this ReFrame run: a
+# node without GPU tools says so once, not in every test.
+_NOTED_UNAVAILABLE: set[tuple[str, str]] = set()
+
+
+def once_per_run(rows: list[judge.Row]) -> list[judge.Row]:
+    kept = []
+    for row in rows:
+        if row.metric == judge.NOT_AVAILABLE_METRIC:
+            key = (row.node, row.reason)
+            if key in _NOTED_UNAVAILABLE:
+                continue
+            _NOTED_UNAVAILABLE.add(key)
+        kept.append(row)
+    return kept
+
+
+def sample_command(phase: str, sysfs_root: str, fingerprints: str,
+                   scheduler: str) -> str:
+    """The job-script line that samples every node of the job."""
+    sample = (f'sh ./{SAMPLER_COPY} {phase} {SAMPLES_DIR} '
+              f'{shlex.quote(sysfs_root)} {shlex.quote(fingerprints)}')
+    if scheduler in SLURM:
+        sample = (f'if [ "${{SLURM_JOB_NUM_NODES:-1}}" -gt 1 ]; then srun '
+                  f'--overlap --nodes="$SLURM_JOB_NUM_NODES" '
+                  f'--ntasks-per-node=1 {sample}; else {sample}; fi')
+    return f'{{ {sample}; }} >/dev/null 2>&1 || true'
+
+
+def _read(path: str, binary: bool = False):
+    try:
+        with open(path, 'rb' if binary else 'r',
+                  **({} if binary else {'errors': 'replace'})) as fp:
+            return fp.read()
+    except OSError:
+        return None
+
+
+def samples_of(directory: str) -> dict[str, dict]:
+    """{node: {'before': Dump|None, 'after': Dump|None, 'kvp': bytes}}"""
+    found: dict[str, dict] = {}
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return found
+    for name in names:
+        phase, _, node = name.partition('.')
+        if phase in ('before', 'after') and node.endswith('.txt'):
+            text = _read(os.path.join(directory, name))
+            entry = found.setdefault(node[:-4], {})
+            entry[phase] = dump.split(text) if text is not None else None
+        elif phase == 'kvp_pool_3':
+            found.setdefault(node, {})['kvp'] = _read(
+                os.path.join(directory, name), binary=True)
+    return found
+
+
+def as_job_nodes(samples: dict, job_nodes: list[str]) -> dict:
+    """Samples under the names the job recorded: a node samples itself as
+    its short host name where no Slurm name is set (PBS), and
+    $PBS_NODEFILE may hold the full one."""
+    full = {node.split('.')[0]: node for node in job_nodes}
+    return {node if node in job_nodes else full.get(node, node): entry
+            for node, entry in samples.items()}
+
+
+class HealthSampling(rfm.RegressionTestPlugin):
+    #: Sample IB and GPU health before and after the run (-S
+    #: health_sampling=false turns it off).
+    health_sampling = variable(bool, value=True)
+
+    #: Where the compute nodes' sysfs is; %n is the node's name. Empty: the
+    #: partition's extras 'health_sysfs_root', else /sys.
+    health_sysfs_root = variable(str, value='')
+
+    #: The health findings of this run, per node (also in the run report,
+    #: where acceptance reads them).
+    health_findings = variable(typ.List[typ.Dict[str, object]], value=[])
+
+    #: The rows the samples add (records.rows_of_test stores them).
+    health_rows = variable(typ.List[typ.Dict[str, object]], value=[],
+                           loggable=False)
+
+    #: Node -> what its health findings say, for the verdict of a failing
+    #: value measured there.
+    health_notes = variable(typ.Dict[str, str], value={}, loggable=False)
+
+    #: Node -> fingerprint columns.
+    node_fingerprints = variable(typ.Dict[str, typ.Dict[str, object]],
+                                 value={}, loggable=False)
+
+    def _sysfs_root(self) -> str:
+        return (self.health_sysfs_root
+                or self.current_partition.extras.get('health_sysfs_root')
+                or '/sys')
+
+    @run_before('run')
+    def _sample_health_around_run(self):
+        if self.is_local() or not self.health_sampling:
+            return
+        shutil.copy(SAMPLER, os.path.join(self.stagedir, SAMPLER_COPY))
+        fingerprints = os.path.join(rt.runtime().stage_prefix,
+                                    FINGERPRINTS_DIR, RUN_TOKEN)
+        scheduler = self.job.scheduler.registered_name
+        root = self._sysfs_root()
+        self.prerun_cmds.append(sample_command('before', root, fingerprints,
+                                               scheduler))
+        self.postrun_cmds.insert(0, sample_command('after', root,
+                                                   fingerprints, scheduler))
+        self.keep_files.append(SAMPLES_DIR)
+
+    def _nominal(self) -> judge.Nominal:
+        return rules.nominal(self.current_partition.extras.get('vm_sku'))
+
+    def _nccl_version(self) -> str | None:
+        if getattr(self, 'parser_tool', None) != 'nccl':
+            return None
+        text = _read(os.path.join(self.stagedir, self.stdout.evaluate()))
+        return fingerprint.nccl_version(text or '')
+
+    @run_after('run')
+    def _assess_health(self):
+        if self.is_local() or not self.health_sampling:
+            return
+        # what the job recorded (JobNodes reads the same file, maybe later)
+        job_nodes = list(self.job_nodes) or read_nodes_file(
+            os.path.join(self.stagedir, NODES_FILE))
+        samples = as_job_nodes(
+            samples_of(os.path.join(self.stagedir, SAMPLES_DIR)), job_nodes)
+        nodes = list(dict.fromkeys(job_nodes + sorted(samples)))
+        shipped_rules, nominal = rules.load(), self._nominal()
+        findings, rows, prints = [], [], {}
+        for node in nodes:
+            entry = samples.get(node, {})
+            result = judge.assess(node, entry.get('before'),
+                                  entry.get('after'), shipped_rules, nominal)
+            findings += [f.as_dict() for f in result.findings]
+            rows += [dict(row.__dict__) for row in once_per_run(result.rows)]
+            if entry.get('before') is not None:
+                prints[node] = fingerprint.of_node(entry['before'],
+                                                   entry.get('kvp'))
+        nccl = self._nccl_version()
+        for columns in prints.values():
+            columns['nccl_version'] = nccl
+        if prints:
+            prints['*'] = fingerprint.of_rows(prints, nodes)
+        notes: dict[str, list[str]] = {}
+        for finding in findings:
+            notes.setdefault(finding['node'], []).append(finding['reason'])
+        self.health_notes = {node: '; '.join(reasons)
+                             for node, reasons in notes.items()}
+        self.health_findings = findings
+        self.health_rows = rows
+        self.node_fingerprints = prints
