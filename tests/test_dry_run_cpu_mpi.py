@@ -145,11 +145,15 @@ def test_osu_gpu_buffers_are_not_run_on_cpu_partitions(tmp_path):
     assert scripts == {}
 
 
-def test_osu_allreduce_spans_the_nodes(tmp_path):
+def test_osu_allreduce_uses_every_core_of_both_nodes(tmp_path):
+    # a collective of one rank per node would be point-to-point traffic:
+    # every core of each HBv5 node is a rank, pinned, and OMB validates
+    # each result with a datatype that validates
     script = only_job_script(
         tmp_path, 'azure:hbv5', 'OsuCollective%buffer=cpu%benchmark=osu_allreduce')
-    assert {'--ntasks=2', '--ntasks-per-node=1'} <= sbatch(script)
-    assert re.search(r'^srun --mpi=pmix osu_allreduce', script, re.MULTILINE)
+    assert {'--ntasks=736', '--ntasks-per-node=368'} <= sbatch(script)
+    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix osu_allreduce '
+                     r'-x 100 -i 1000 -c -T mpi_int$', script, re.MULTILINE)
 
 
 def test_hpcc_two_nodes_one_rank_each(tmp_path):

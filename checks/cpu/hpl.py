@@ -44,7 +44,6 @@ class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
     parser_tool = 'hpl'
     perf_metrics = {'gflops': 'Gflops'}
     reference_family = 'hpl'
-    reference_key = 'hpl'
     peaks_scale_with_nodes = ['gflops']
     tool_binary = 'xhpl'
     tool_hint = HINT
@@ -73,6 +72,10 @@ class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
             self.nb = hpl_input.block_size_for(self.blas_family)
         if not self.n and self.is_smoke():
             self.n = SMOKE_N - SMOKE_N % self.nb
+
+    def reference_method(self) -> dict:
+        return {'ranks_per_node': self.num_tasks_per_node,
+                'threads_per_rank': self.threads_per_task, 'nb': self.nb}
 
     def grid(self) -> tuple[int, int]:
         return hpl_input.process_grid(self.num_tasks)

@@ -1,0 +1,63 @@
+"""SKU hardware facts live in one file, each with its source, and no
+product code names a SKU outside it and the reference data."""
+import re
+
+from config.systems import sku_facts
+from tests.helpers import REPO
+
+#: A VM size name: family letters, a core count, then its suffixes
+#: (HB176rs_v4, HB120-96rs_v3, HX176rs, ND96isr_H100_v5, NC24ads...).
+SKU_NAME = re.compile(r'\b(?:Standard_)?(?:HB|HX|HC|ND|NC|NV)\d+[-\w]*')
+ALLOWED = {REPO / 'config' / 'systems' / 'sku_facts.yaml'}
+PRODUCT = ('checks', 'config', 'scripts', 'bicep')
+SUFFIXES = {'.py', '.sh', '.kql', '.bicep', '.json', '.yaml', '.yml', ''}
+URL = re.compile(r'https://\S+')
+
+
+def product_files():
+    for top in PRODUCT:
+        for path in (REPO / top).rglob('*'):
+            if (path.is_file() and path.suffix in SUFFIXES
+                    and '__pycache__' not in path.parts
+                    and path not in ALLOWED
+                    and path.parent != REPO / 'checks' / 'references'):
+                yield path
+
+
+def test_no_sku_name_outside_the_facts_and_the_reference_data():
+    found = []
+    for path in product_files():
+        for number, line in enumerate(path.read_text(errors='replace')
+                                      .splitlines(), 1):
+            for match in SKU_NAME.finditer(line):
+                found.append(f'{path.relative_to(REPO)}:{number}: '
+                             f'{match.group(0)}')
+    assert not found, '\n'.join(found)
+
+
+def test_every_fact_names_a_public_source():
+    sources = sku_facts.load()['sources']
+    for name, text in sources.items():
+        assert URL.search(text), name
+        if 'github.com' in text:
+            assert re.search(r'\b[0-9a-f]{40}\b', text), name
+    for sku in sku_facts.skus():
+        for fact, entry in sku_facts.load()[sku].items():
+            if fact != 'partition':
+                assert entry.get('source') in sources, (sku, fact)
+
+
+def test_partitions_get_their_extras_from_the_facts():
+    from config.systems.azure_skus import SKUS
+    assert set(SKUS) == set(sku_facts.by_partition())
+    hbv4 = SKUS['hbv4']['extras']
+    sku = sku_facts.by_partition()['hbv4']
+    assert hbv4['vm_sku'] == sku
+    assert hbv4['cores_per_node'] == sku_facts.value(sku, 'cores_per_node')
+    assert hbv4['ib_hcas'] == ['mlx5_ib0']
+    assert hbv4['hpl_layout']['tasks_per_node'] * \
+        hbv4['hpl_layout']['threads_per_task'] == hbv4['cores_per_node']
+    assert 'woc-benchmarking' in sku_facts.source(sku, 'hpl_layout')
+    # the NCCL settings stay in azure_skus.py, by partition
+    assert 'nccl_env' in SKUS['ndv5']['extras']
+    assert SKUS['ndv5']['extras']['gpus_per_node'] == 8
