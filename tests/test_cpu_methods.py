@@ -52,7 +52,7 @@ def test_openmp_settings_beyond_the_key_must_match_too():
 
 
 def test_ior_writes_more_than_the_node_can_cache():
-    # HBv4: 768 GiB per node, 8 tasks, 2 MiB blocks -> 1.5 x 768 GiB
+    # a 768 GiB node, 8 tasks, 2 MiB blocks -> 1.5 x 768 GiB
     segments = ior.segments_beyond_memory(768, 8, '2M')
     assert segments * 8 * 2 * 2 ** 20 >= 1.5 * 768 * 2 ** 30
     assert ior.size_bytes('64k') == 65536 and ior.size_bytes('3') == 3

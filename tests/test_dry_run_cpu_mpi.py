@@ -32,6 +32,14 @@ def test_stream_on_hbv4_follows_the_health_checks_method(tmp_path):
     assert 'export OMP_SCHEDULE=static' in script
 
 
+def test_stream_on_hbv3_follows_the_health_checks_method(tmp_path):
+    # azure_cpu_stream.nhc (commit 0e0a1ac): 32 threads on HB120rs_v3's list
+    script = only_job_script(tmp_path, 'azure:hbv3', '^StreamCheck$')
+    assert 'export OMP_NUM_THREADS=32' in script
+    assert 'export OMP_PLACES={0:1},{3:1},{8:1},{12:1},' in script
+    assert 'export OMP_STACKSIZE=256M' in script
+
+
 def test_stream_own_method_uses_every_core(tmp_path):
     scripts = dry_run_job_scripts(
         tmp_path, 'azure:hbv4', '-n', '^StreamCheck$', '-S',
@@ -41,19 +49,29 @@ def test_stream_own_method_uses_every_core(tmp_path):
     assert 'export OMP_PLACES=cores' in script
 
 
-def test_hpl_grid_matches_the_tasks_of_hbv4(tmp_path):
+def test_hpl_follows_azures_published_recipe_on_hbv4(tmp_path):
+    # Azure/woc-benchmarking hpl_run_scr_hbv4.sh: 88 ranks x 2 threads,
+    # P 11 x Q 8, NB 232 (config/systems/sku_facts.yaml)
     script = only_job_script(tmp_path, 'azure:hbv4', '^HplCheck$')
-    assert {'--ntasks=176', '--ntasks-per-node=176',
+    assert {'--ntasks=88', '--ntasks-per-node=88', '--cpus-per-task=2',
             '--partition=hbv4'} <= sbatch(script)
+    assert 'export OMP_NUM_THREADS=2' in script
     assert re.search(r'^11\s+Ps$', script, re.MULTILINE)
-    assert re.search(r'^16\s+Qs$', script, re.MULTILINE)    # 11 x 16 = 176
+    assert re.search(r'^8\s+Qs$', script, re.MULTILINE)
     assert '/proc/meminfo' in script          # N sized on the node itself
-    # ranks pinned to cores; NB for AOCL-BLIS (the HB-series' BLAS)
-    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix xhpl$', script,
-                     re.MULTILINE)
-    assert re.search(r'^384\s+NBs$', script, re.MULTILINE)
+    # ranks pinned to their two cores each
+    assert re.search(r'^srun --cpus-per-task=2 --cpu-bind=cores --mpi=pmix '
+                     r'xhpl$', script, re.MULTILINE)
+    assert re.search(r'^232\s+NBs$', script, re.MULTILINE)
     hours, minutes, _ = time_limit(script)
     assert 1 <= hours <= 12          # sized from N: hours, not forever
+
+
+def test_hpl_is_flat_where_no_recipe_is_published(tmp_path):
+    script = only_job_script(tmp_path, 'azure:hbv5', '^HplCheck$')
+    assert {'--ntasks=368', '--ntasks-per-node=368'} <= sbatch(script)
+    assert re.search(r'^16\s+Ps$', script, re.MULTILINE)   # 16 x 23 = 368
+    assert re.search(r'^384\s+NBs$', script, re.MULTILINE)  # AOCL-BLIS
 
 
 def time_limit(script: str) -> tuple[int, int, int]:
@@ -93,9 +111,9 @@ def test_ior_defeats_the_page_cache(tmp_path):
     run = re.search(r'^srun --mpi=pmix ior (.+)$', script, re.MULTILINE)
     options = run.group(1).split()
     assert {'-C', '-e', '-w', '-r', '-F'} <= set(options)
-    # each node writes 1.5 x its 768 GiB, phases cut at 300 s (-D)
+    # each node writes 1.5 x its 755 GiB (MemTotal), phases cut at 300 s
     segments = int(options[options.index('-s') + 1])
-    assert segments * 8 * 2 * 2 ** 20 >= 1.5 * 768 * 2 ** 30
+    assert segments * 8 * 2 * 2 ** 20 >= 1.5 * 755 * 2 ** 30
     assert options[options.index('-D') + 1] == '300'
     assert options[options.index('-O') + 1] == 'stoneWallingWearOut=1'
     assert time_limit(script) >= (0, 15, 0)

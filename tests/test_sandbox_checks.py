@@ -138,6 +138,8 @@ def test_hpl_and_hpl_dat_rows_are_recorded_with_their_method(cpu_mpi_run):
     params = hpl['check_params']
     assert params['n'] == 3000 and params['nb'] == 128
     assert params['rank_binding'] == '--cpu-bind=cores'
+    # the sandbox's nodes have no published recipe: flat, and it says so
+    assert params['layout_source'].startswith('flat: one rank per core')
     assert params['size_profile'] == 'full'
     hpcc = next(row for row in rows if row['check_name'] == 'HpccTwoNodes')
     assert hpcc['check_params']['size_profile'] == 'smoke'

@@ -61,3 +61,27 @@ def test_partitions_get_their_extras_from_the_facts():
     # the NCCL settings stay in azure_skus.py, by partition
     assert 'nccl_env' in SKUS['ndv5']['extras']
     assert SKUS['ndv5']['extras']['gpus_per_node'] == 8
+
+
+def test_peaks_follow_from_the_facts():
+    """peaks.yaml's limits are the facts' arithmetic: memory channels x
+    MT/s x 8 B, cores x base clock x 16 FP64 FLOPs (Zen 4), HCA line rate."""
+    from checks.common.references import lookup_peaks
+    checked = 0
+    for sku in sku_facts.skus():
+        fact = lambda name: sku_facts.value(sku, name)  # noqa: E731
+        if fact('memory_channels') and fact('memory_mts'):
+            peak = lookup_peaks('stream', sku)['triad_bw']
+            assert peak.value == fact('memory_channels') * \
+                fact('memory_mts') * 8, sku
+            checked += 1
+        hpl = lookup_peaks('hpl', sku).get('gflops')
+        if hpl:
+            assert hpl.value == round(fact('cores_per_node') *
+                                      fact('base_clock_ghz') * 16, 1), sku
+            checked += 1
+        line = lookup_peaks('perftest', sku).get('bw_avg')
+        if line:
+            assert line.value == fact('hca_gbps'), sku
+            checked += 1
+    assert checked >= 10

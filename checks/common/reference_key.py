@@ -8,9 +8,12 @@ options such as ``-q`` or ``-D``), the node count and the fabric. It is
 stored on every row (``reference_key``), so a published reference and a
 site baseline built from the store are found the same way.
 
-    >>> reference_key('triad_bw', 'HB176rs_v4',
+    >>> reference_key('triad_bw', 'SKU_v1',
     ...               {'threads': 176, 'array_size': 400000000})
-    'triad_bw|HB176rs_v4|array_size=400000000,threads=176|1n|-'
+    'triad_bw|SKU_v1|array_size=400000000,threads=176|1n|-'
+
+(the SKU names themselves live in config/systems/sku_facts.yaml and the
+reference data).
 """
 from __future__ import annotations
 

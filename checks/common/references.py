@@ -47,7 +47,7 @@ class Reference:
 
 
 def short_sku(vm_sku: str | None) -> str:
-    """'Standard_HB176rs_v4' -> 'HB176rs_v4' (the keys of the data files)."""
+    """'Standard_<size>' -> '<size>' (the keys of the data files)."""
     if not vm_sku:
         return ''
     if vm_sku.lower().startswith('standard_'):

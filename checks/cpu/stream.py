@@ -14,8 +14,6 @@ and each array at least four times the last-level cache (STREAM's rule);
 where the SKU's cache is published, a binary built too small fails with the
 size to rebuild with.
 """
-import fnmatch
-
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
@@ -24,25 +22,9 @@ from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackStream
 from ..common.layout import NodeLayout
 from ..common import references
-from ..common.references import short_sku
 from . import stream_method
 
 BYTES_PER_ELEMENT = 8
-
-# Last-level cache per VM as Azure publishes it (MicrosoftDocs/azure-docs,
-# articles/virtual-machines: HBv4-series and HX-series "2.3 GB L3 cache";
-# HBv3-series "1.536 GB total per VM").
-PUBLISHED_L3_BYTES = {
-    'HB176*_v4': 2.3e9,
-    'HX176*': 2.3e9,
-    'HB120*_v3': 1.536e9,
-}
-
-# No L3 size is published for HBv5; the HBv5 post ran STREAM with a data
-# size of 2,621,440,000 bytes (read here as the size of each array).
-PUBLISHED_RUN_ELEMENTS = {
-    'HB368*_v5': 2_621_440_000 // BYTES_PER_ELEMENT,
-}
 
 HINT = ('Spack: spack install stream +openmp stream_array_size=N, then '
         'spack load stream (binary stream_c.exe); or build '
@@ -60,23 +42,17 @@ MPI_HINT = ('build Versions/stream_mpi.c of github.com/jeffhammond/STREAM: '
             'ranks: at least 4x the L3 of all nodes in 8-byte words)')
 
 
-def _for_sku(table: dict, vm_sku: str):
-    sku = short_sku(vm_sku)
-    for pattern, value in table.items():
-        if fnmatch.fnmatchcase(sku, pattern):
-            return value
-    return None
-
-
-def minimum_array_elements(vm_sku: str, nodes: int = 1) -> int | None:
-    """Elements per array that dwarf the caches of ``nodes`` nodes of this
-    SKU, or None where nothing is published."""
-    l3_bytes = _for_sku(PUBLISHED_L3_BYTES, vm_sku)
-    if l3_bytes is not None:
+def minimum_array_elements(l3_bytes: float | None, nodes: int = 1,
+                           reference_elements: int | None = None
+                           ) -> int | None:
+    """Elements per array that dwarf the caches of ``nodes`` nodes (4x
+    their last-level cache, STREAM's rule), or, where no cache size is
+    published, the array size of the SKU's own reference run; None where
+    neither is known."""
+    if l3_bytes:
         return -(-int(4 * l3_bytes * nodes) // BYTES_PER_ELEMENT)
-    run_elements = _for_sku(PUBLISHED_RUN_ELEMENTS, vm_sku)
-    if run_elements is not None:
-        return run_elements * nodes
+    if reference_elements:
+        return reference_elements * nodes
     return None
 
 
@@ -109,7 +85,9 @@ class StreamBase(BenchmarkTest):
     def required_array_size(self, nodes: int = 1) -> int | None:
         if self.array_size:
             return self.array_size
-        return minimum_array_elements(self.vm_sku(), nodes)
+        reference = (self.sku_method().get('method') or {}).get('array_size')
+        return minimum_array_elements(self.partition_extra('l3_bytes'),
+                                      nodes, reference)
 
     def openmp_env(self, threads: int) -> dict:
         # As in the HBv5 post: one thread per core, pinned

@@ -2,7 +2,8 @@
 
 ``extras(vm_sku)`` gives what a partition of that SKU declares (vm_sku,
 cores_per_node, numa_nodes, memory_gib, l3_bytes, gpus_per_node, ib_hcas
-as HCA names, hpl_layout...), ``by_partition()`` the SKU of each ReFrame
+as HCA names, hpl_layout..., and fact_sources: where each comes from),
+``by_partition()`` the SKU of each ReFrame
 partition name, and ``source(vm_sku, fact)`` where a value comes from.
 """
 from __future__ import annotations
@@ -46,11 +47,12 @@ def hca_names(count: int) -> list[str]:
 
 def extras(vm_sku: str) -> dict:
     """The partition extras of a SKU (no partition name; HCAs by name)."""
-    found = {'vm_sku': vm_sku}
+    found = {'vm_sku': vm_sku, 'fact_sources': {}}
     for fact, entry in load()[vm_sku].items():
         if fact == 'partition':
             continue
         found[fact] = entry['value']
+        found['fact_sources'][fact] = source(vm_sku, fact)
     if 'ib_hcas' in found:
         found['ib_hcas'] = hca_names(found['ib_hcas'])
     return found
