@@ -142,7 +142,9 @@ def test_osu_latency_is_one_rank_on_each_of_two_nodes(tmp_path):
         'OsuPointToPoint%buffer=cpu%benchmark=osu_latency')
     assert {'--ntasks=2', '--ntasks-per-node=1'} <= sbatch(script)
     assert 'HPCX_OSU_DIR' in script
-    assert re.search(r'^srun --mpi=pmix osu_latency$', script, re.MULTILINE)
+    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix osu_latency$', script,
+                     re.MULTILINE)
+    assert 'UCX_NET_DEVICES' not in script     # one HCA: UCX's own choice
 
 
 def test_osu_gpu_buffers_on_ndv5_ask_for_gpus(tmp_path):
@@ -152,8 +154,10 @@ def test_osu_gpu_buffers_on_ndv5_ask_for_gpus(tmp_path):
     assert {'--ntasks=2', '--ntasks-per-node=1', '--gres=gpu:1',
             '--partition=ndv5'} <= sbatch(script)
     assert 'HPCX_OSU_CUDA_DIR' in script
-    assert re.search(r'^srun --mpi=pmix osu_bw -d cuda D D', script,
-                     re.MULTILINE)
+    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix osu_bw -d cuda D D',
+                     script, re.MULTILINE)
+    # eight HCAs: the pair says which one it talks over (its row's device)
+    assert 'export UCX_NET_DEVICES=mlx5_ib0:1' in script
 
 
 def test_osu_gpu_buffers_are_not_run_on_cpu_partitions(tmp_path):

@@ -162,7 +162,9 @@ def test_nccl_not_on_cpu_partitions(tmp_path):
     assert 'Found 0 check(s)' in result.stdout
 
 
-ND_PARTITIONS = [name for name, sku in SKUS.items() if sku.get('gpus')]
+ND_PARTITIONS = [name for name, sku in SKUS.items()
+                 if sku['extras'].get('gpus_per_node')]
+assert ND_PARTITIONS, 'no GPU partition in the Azure configuration'
 
 
 def srun_line(script):

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from tests.helpers import REPO, STANDINS, run_reframe, stored_rows
+from tests.helpers import REPO, STANDINS, read_data, run_reframe, stored_rows
 
 # What the replayed recordings were run with: the stand-ins refuse any
 # other input, so the checks are told to generate exactly this.
@@ -237,3 +237,21 @@ def test_a_missing_binary_fails_early_with_advice(slurm_sandbox, tmp_path):
     assert result.returncode != 0
     assert 'xhpl-not-installed not found on node sb-n' in output
     assert 'spack install hpl' in output
+
+
+def test_an_osu_validation_fail_fails_the_collective(slurm_sandbox, tmp_path):
+    # OMB 7.4's genuine failure shape (tests/data/osu/PROVENANCE-built-here
+    # .md): a Fail in the Validation column at 16 bytes. The check ran -c,
+    # so its sanity reads the column and fails the run.
+    failing = tmp_path / 'allreduce_fail.out'
+    failing.write_text(read_data(
+        'osu', 'v7.4_osu_allreduce_validation_mpi_int_np2.out').replace(
+        '16                      0.61              Pass',
+        '16                      0.61              Fail'))
+    result, _ = run_on_sandbox(
+        slurm_sandbox, tmp_path, 'hbv4', '-c', 'checks/network/osu.py',
+        '-n', 'OsuCollective%buffer=cpu%benchmark=osu_allreduce',
+        extra_env={'CLUSTERPROOF_REPLAY_OSU_ALLREDUCE': str(failing)})
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert 'OSU validation Fail at 16 bytes' in output

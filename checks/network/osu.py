@@ -126,10 +126,26 @@ class OsuBase(BenchmarkTest, NodeLayout):
 class OsuPointToPoint(OsuBase):
     descr = 'OSU point-to-point latency and bandwidth between two nodes'
     benchmark = parameter(['osu_latency', 'osu_bw', 'osu_bibw'])
-    # one rank on each of two nodes
+    # one rank on each of two nodes, pinned to its core
     num_nodes = 2
     tasks_per_node = 1
+    bind_ranks = True
     tags = {'network', 'daily', 'acceptance'}
+    #: The HCA the pair talks over (UCX_NET_DEVICES=<hca>:1): '' = the
+    #: partition's first where it has several (the row's device says
+    #: which); on single-HCA partitions UCX's own choice.
+    hca = variable(str, value='')
+    recorded_variables = ['message_size', 'buffer', 'hca', 'rank_binding']
+
+    @run_after('setup')
+    def choose_hca(self):
+        hcas = self.partition_extra('ib_hcas', [])
+        if not self.hca and len(hcas) > 1:
+            self.hca = hcas[0]
+        if self.hca:
+            self.env_vars['UCX_NET_DEVICES'] = f'{self.hca}:1'
+            self.metric_devices = {name: self.hca
+                                   for name in self.perf_metrics}
 
 
 @rfm.simple_test
