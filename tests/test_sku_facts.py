@@ -58,9 +58,13 @@ def test_partitions_get_their_extras_from_the_facts():
     assert hbv4['hpl_layout']['tasks_per_node'] * \
         hbv4['hpl_layout']['threads_per_task'] == hbv4['cores_per_node']
     assert 'woc-benchmarking' in sku_facts.source(sku, 'hpl_layout')
-    # the NCCL settings stay in azure_skus.py, by partition
-    assert 'nccl_env' in SKUS['ndv5']['extras']
-    assert SKUS['ndv5']['extras']['gpus_per_node'] == 8
+    # GPUs from the facts; NCCL's environment from its recipes
+    from config.systems.azure_skus import sku_partition
+    ndv5 = sku_partition('ndv5', scheduler='slurm', launcher='srun',
+                         access=[], max_jobs=1)
+    assert ndv5['devices'] == [{'type': 'gpu', 'arch': 'sm_90',
+                                'num_devices': 8}]
+    assert 'nccl_env' in ndv5['extras']
 
 
 def test_peaks_follow_from_the_facts():

@@ -49,7 +49,10 @@ class SkuReferences(rfm.RegressionTestPlugin):
                                      value={})
 
     def vm_sku(self) -> str:
-        return self.current_partition.extras.get('vm_sku', '')
+        """The SKU the node reported after the run (vm_size.py), else the
+        one its partition declares."""
+        return (getattr(self, 'vm_sku_observed', '')
+                or self.current_partition.extras.get('vm_sku', ''))
 
     def key_sku(self) -> str:
         """The SKU part of the keys: the VM SKU, else system:partition."""

@@ -1,30 +1,13 @@
 """The ReFrame partition of each Azure VM SKU family: its hardware facts
-from sku_facts.yaml (with their sources) as partition extras, and the
-NCCL settings of the GPU families.
-
-Only layout facts reach the partition here; reference values live in
-checks/references/*.yaml with their sources.
+from sku_facts.yaml (with their sources) as partition extras; NCCL's
+environment comes from Azure's recipes (nccl_recipes.py); reference values
+live in checks/references/*.yaml with their sources.
 """
 import copy
 import os
 
 from . import sku_facts
-
-# Topology files shipped by the Azure HPC images in /opt/microsoft/
-_NDV4_TOPO = '/opt/microsoft/ndv4-topo.xml'
-_NDV5_TOPO = '/opt/microsoft/ndv5-topo.xml'
-
-
-def _nccl_env(topo_file=None):
-    env = {
-        'CUDA_DEVICE_ORDER': 'PCI_BUS_ID',
-        'NCCL_IB_PCI_RELAXED_ORDERING': '1',
-        'NCCL_SOCKET_IFNAME': 'eth0',
-    }
-    if topo_file:
-        env['NCCL_TOPO_FILE'] = topo_file
-    return env
-
+from .nccl_recipes import RECIPES, nccl_extras
 
 # VMs of one GB200/GB300 NVL72 rack talk over multi-node NVLink (MNNVL):
 # what NcclMultiNode must prove there by default (-S fabric=ib for a run
@@ -32,7 +15,7 @@ def _nccl_env(topo_file=None):
 _NVL72_MULTINODE = {'nccl_multinode_fabric': 'mnnvl'}
 
 # ReFrame partition name -> description and the extras that are not
-# hardware facts (NCCL environment, GPU order)
+# hardware facts (GPU order, the multi-node fabric)
 _FAMILIES = {
     'hbv3': {'descr': 'HBv3: AMD EPYC Milan-X, 200 Gb/s HDR InfiniBand'},
     'hbv4': {'descr': 'HBv4: AMD EPYC Genoa-X, 400 Gb/s NDR InfiniBand'},
@@ -40,20 +23,15 @@ _FAMILIES = {
                       '4 x 200 Gb/s NDR InfiniBand'},
     'hx': {'descr': 'HX: AMD EPYC Genoa-X, large memory, NDR'},
     'ndv4': {'descr': 'NDv4: 8 x A100 80GB, 8 x 200 Gb/s HDR InfiniBand',
-             'extras': {'nccl_env': _nccl_env(_NDV4_TOPO),
-                        # GPU order of the seed's NDv4 nccl-tests command
-                        'gpu_binding': '2,3,0,1,6,7,4,5'}},
-    'ndv5': {'descr': 'ND H100 v5: 8 x H100, 8 x 400 Gb/s NDR InfiniBand',
-             'extras': {'nccl_env': _nccl_env(_NDV5_TOPO)}},
+             # GPU order of the seed's NDv4 nccl-tests command line
+             'extras': {'gpu_binding': '2,3,0,1,6,7,4,5'}},
+    'ndv5': {'descr': 'ND H100 v5: 8 x H100, 8 x 400 Gb/s NDR InfiniBand'},
     'ndh200v5': {'descr': 'ND H200 v5: 8 x H200, 8 x 400 Gb/s NDR '
-                          'InfiniBand',
-                 'extras': {'nccl_env': _nccl_env(_NDV5_TOPO)}},
+                          'InfiniBand'},
     'ndgb200v6': {'descr': 'ND GB200 v6: 4 x GB200 (Grace + Blackwell), '
-                           'NVLink rack',
-                  'extras': {'nccl_env': _nccl_env(), **_NVL72_MULTINODE}},
+                           'NVLink rack', 'extras': _NVL72_MULTINODE},
     'ndgb300v6': {'descr': 'ND GB300 v6: 4 x GB300 (Grace + Blackwell '
-                           'Ultra), NVLink rack',
-                  'extras': {'nccl_env': _nccl_env(), **_NVL72_MULTINODE}},
+                           'Ultra), NVLink rack', 'extras': _NVL72_MULTINODE},
 }
 
 
@@ -74,6 +52,8 @@ def sku_partition(name, *, scheduler, launcher, access, max_jobs,
     a gres resource where it has some."""
     sku = SKUS[name]
     extras = copy.deepcopy(sku['extras'])
+    if name in RECIPES:
+        extras.update(nccl_extras(name))
     extras.setdefault('shared_fs', os.environ.get('CLUSTERPROOF_SHARED_FS',
                                                   '/shared/scratch'))
     extras.setdefault('local_nvme', '/mnt/nvme')
