@@ -7,8 +7,14 @@ config/results/perflog.py. The system is chosen the ReFrame way: ``--system NAME
 ``RFM_SYSTEM``, or the first system whose hostname patterns match this host;
 ``local`` (this machine, no scheduler) matches any host, so it comes last.
 """
+import os
+import sys
+
+from . import reframe_temp_log
 from .results import perflog, store
 from .systems import azure, local, pbs_example, sandbox
+
+reframe_temp_log.remove_at_exit()
 
 # Order matters: the first hostname match wins and local matches anything.
 FAMILIES = [azure, sandbox, pbs_example, local]
@@ -44,7 +50,12 @@ site_configuration = {
     'general': [{
         # `-c checks` finds the checks grouped by area in sub-directories.
         'check_search_recursive': True,
+        # No colour codes in files, pipes or a dumb terminal (RFM_COLORIZE
+        # and --nocolor still decide).
+        'colorize': sys.stdout.isatty() and os.environ.get('TERM') != 'dumb',
         'report_file': str(store.home() / 'reports' /
                            'run-report-{sessionid}.json'),
+        # ReFrame's processor auto-detection cache (default ~/.reframe/topology)
+        'topology_prefix': str(store.home() / 'topology'),
     }],
 }

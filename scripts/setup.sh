@@ -109,7 +109,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
     say ".venv already has requirements.txt"
 else
     say "installing requirements.txt into .venv"
-    .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+    if ! .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt; then
+        echo "setup: pip could not install requirements.txt into .venv (its error is above);" \
+            "check the network or the package index (PIP_INDEX_URL, a proxy), then run" \
+            "bash scripts/setup.sh again" >&2
+        exit 1
+    fi
     echo "$wanted" > "$stamp"
 fi
 if [ "$want_tests" -eq 1 ]; then

@@ -1,12 +1,55 @@
 pytest_plugins = ['tests.loopback_azure']
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from scripts.cli import sandbox
+
+# What clusterproof and ReFrame leave in a home or a temporary directory when
+# a test lets them (no CLUSTERPROOF_HOME of its own, ReFrame's first log).
+# Other tools' caches (lark's grammar, Chromium's profile, azure-identity's
+# token cache) go with the private directories.
+SUITE_LEFTOVERS = ('.clusterproof', '.reframe', 'rfm-*.log',
+                   'clusterproof-sandbox', 'clusterproof-*')
+
+
+def suite_leftovers(*directories):
+    """The suite's own files under ``directories``, as paths."""
+    return sorted(str(path) for directory in directories
+                  for pattern in SUITE_LEFTOVERS
+                  for path in Path(directory).glob(pattern))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == 'call':
+        item.cp_call_passed = report.passed
+
+
+@pytest.fixture(autouse=True)
+def private_home_and_tmpdir(request, tmp_path_factory, monkeypatch):
+    """Every test runs with a HOME and a TMPDIR of its own, so nothing lands
+    in the real ones; after a passing test they must hold none of the
+    suite's files, and they are deleted (kept when the test failed)."""
+    base = tmp_path_factory.mktemp('user')
+    home, tmp = base / 'home', base / 'tmp'
+    home.mkdir()
+    tmp.mkdir()
+    monkeypatch.setenv('HOME', str(home))
+    monkeypatch.setenv('TMPDIR', str(tmp))
+    monkeypatch.setattr(tempfile, 'tempdir', None)
+    yield home, tmp
+    if getattr(request.node, 'cp_call_passed', False):
+        left = suite_leftovers(home, tmp)
+        shutil.rmtree(base, ignore_errors=True)
+        assert not left, f'the test left files of the suite behind: {left}'
 
 
 @dataclass

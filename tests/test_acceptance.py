@@ -59,8 +59,8 @@ def test_collectives_run_once_over_every_node():
     assert [p.scope for p in phases] == ['node', 'pair', 'set', 'whole']
     options = plan.reframe_options(phases[2], plan.Selection(checks=['c']),
                                    'r.json', 'prefix', retries=0)
-    assert options[options.index('-P') + 1] == \
-        'pinned_nodes=sb-n1,sb-n2,sb-n3,sb-n4'
+    # every node, as one Slurm host range
+    assert options[options.index('-P') + 1] == 'pinned_nodes=sb-n[1-4]'
     assert 'OsuCollective.num_nodes=4' in options
     assert 'NcclMultiNode.num_nodes=4' in options
     whole = plan.reframe_options(phases[3], plan.Selection(checks=['c']),
@@ -280,21 +280,40 @@ def test_missing_tool_is_not_measured_and_never_drained(sandbox_env):
     assert {r['check_name'] for r in rows} == {'StreamCheck'}
 
 
-def test_a_job_that_can_never_start_is_given_up_not_measured(sandbox_env):
+def test_a_job_no_node_can_hold_is_skipped_not_measured(sandbox_env):
     # The shipped HBv4 method asks for 48 threads: on the sandbox's 2-CPU
-    # nodes Slurm keeps such a job pending forever (PartitionConfig).
+    # nodes Slurm would keep such a job pending forever (PartitionConfig),
+    # so it is skipped at submission, saying why.
     env = {k: v for k, v in sandbox_env.items()
            if k != 'CLUSTERPROOF_REFERENCES'}
     result, summary = acceptance(env, '--system', 'sandbox', '--partition',
-                                 'hbv4', *STREAM_ONLY, '--drain',
-                                 '--max-pending', '15s')
+                                 'hbv4', *STREAM_ONLY, '--drain')
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert verdict_of(summary) == {n: 'not_measured' for n in NODES}
+    assert 'drained' not in result.stdout
+    assert 'StreamCheck asks for 48 CPUs per task, but the nodes of ' \
+        'sandbox:hbv4 have 2' in result.stdout
+
+
+def test_a_job_still_pending_is_given_up_not_measured(sandbox_env):
+    # Every node busy with another job: --max-pending gives up the wait.
+    blocker = subprocess.run(
+        ['sbatch', '--parsable', '-p', 'hbv4', '-N', '4', '--exclusive',
+         '-o', '/dev/null', '--wrap', 'sleep 600'], env=sandbox_env,
+        capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        result, summary = acceptance(sandbox_env, '--system', 'sandbox',
+                                     '--partition', 'hbv4', *STREAM_ONLY,
+                                     '--drain', '--max-pending', '15s')
+    finally:
+        subprocess.run(['scancel', blocker], env=sandbox_env, check=True)
     assert result.returncode == 1, result.stdout + result.stderr
     assert verdict_of(summary) == {n: 'not_measured' for n in NODES}
     assert 'drained' not in result.stdout
     assert 'the job never ran on the node' in result.stdout
     queued = subprocess.run(['squeue', '-h', '-o', '%i'], capture_output=True,
-                            text=True).stdout.split()
-    assert queued == []
+                            env=sandbox_env, text=True).stdout.split()
+    assert queued in ([], [blocker])
 
 
 def test_broken_scheduler_exits_2_and_drains_nothing(sandbox_env, tmp_path):

@@ -88,7 +88,7 @@ def test_mpi_job_over_pmix_on_two_nodes_is_accounted(slurm_sandbox, tmp_path):
     assert lines == ['rank 0 of 2 on sb-n1 sum 1'] * 2 + ['rank 1 of 2 on sb-n2 sum 1'] * 2
 
 
-def test_start_again_says_already_running(slurm_sandbox, capsys):
+def test_start_again_says_already_running(slurm_sandbox, capsys, tmp_path):
     before = sandbox.running_daemons(slurm_sandbox.dir)
     assert sorted(before) == sorted(sandbox.DAEMONS)
     args = argparse.Namespace(action='start', dir=slurm_sandbox.dir)
@@ -106,7 +106,8 @@ def test_start_again_says_already_running(slurm_sandbox, capsys):
     listing = subprocess.run(
         ['bash', '-c', f'{steps[0]} && cd {REPO} && {steps[1][:-2]} -l'],
         capture_output=True, text=True, timeout=300,
-        env={k: v for k, v in os.environ.items() if not k.startswith('RFM_')})
+        env={**{k: v for k, v in os.environ.items() if not k.startswith('RFM_')},
+             'CLUSTERPROOF_HOME': str(tmp_path)})
     assert listing.returncode == 0, listing.stdout + listing.stderr
     assert 'HpccTwoNodes' in listing.stdout
     assert lines[lines.index('stop it with:') + 1].endswith(

@@ -15,7 +15,9 @@ from tests.helpers import REPO, STANDINS, read_data, run_reframe, stored_rows
 # other input, so the checks are told to generate exactly this.
 RECORDED_SIZES = ['-S', 'HplCheck.n=3000', '-S', 'HplCheck.nb=128',
                   '-S', 'HpcgCheck.nx=16', '-S', 'HpcgCheck.ny=16',
-                  '-S', 'HpcgCheck.nz=16', '-S', 'HpcgCheck.runtime=10']
+                  '-S', 'HpcgCheck.nz=16', '-S', 'HpcgCheck.runtime=10',
+                  # the sandbox's default is smoke; HPL is sized above
+                  '-S', 'HplCheck.size_profile=full']
 
 
 def site_references(directory, files: dict):

@@ -37,7 +37,8 @@ def test_ior_on_sandbox_slurm(partition, slurm_sandbox, fake_azure,
     env.pop('RFM_SYSTEM', None)
     result = run_reframe('--system', f'sandbox:{partition}',
                          '-c', 'checks/storage/ior.py', '-n', '^IorCheck$',
-                         '-S', 'num_nodes=2', '-r',
+                         '-S', 'num_nodes=2', '-S', 'size_profile=full',
+                         '-r',
                          '--prefix', str(tmp_path / 'rfm'),
                          env=env, cwd=str(REPO))
     output = result.stdout + result.stderr

@@ -6,7 +6,9 @@ import reframe.utility.typecheck as typ
 
 from . import launch
 from .job_nodes import JobNodes
+from .node_fit import FitsPartition
 from .parsed_output import ParsedOutput
+from .progress import ReportsProgress
 from .sku_references import SkuReferences
 from .time_limit import TimeLimited
 from .vm_size import VmSize
@@ -14,7 +16,8 @@ from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool, JobNodes, VmSize, TimeLimited):
+                    ExternalTool, JobNodes, VmSize, TimeLimited,
+                    FitsPartition, ReportsProgress):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

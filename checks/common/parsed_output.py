@@ -10,6 +10,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from .. import parsers
+from .job_end import time_limit_reason
 
 # Lines a job script prints when it cannot even start the tool
 # (see tools.ExternalTool); they explain a failure better than the parser.
@@ -82,7 +83,12 @@ class ParsedOutput(rfm.RegressionTestPlugin):
 
     @sn.deferrable
     def _assert_parsed_ok(self):
-        guard = _guard_message(self._stage_path(sn.evaluate(self.stderr)))
+        stderr_path = self._stage_path(sn.evaluate(self.stderr))
+        killed = time_limit_reason(self.job.state, self.time_limit,
+                                   stderr_path)
+        if killed:
+            raise SanityError(killed)
+        guard = _guard_message(stderr_path)
         if guard:
             raise SanityError(guard)
         result = self.parsed()

@@ -143,6 +143,8 @@ class StreamCheck(StreamBase):
     valid_prog_environs = ['builtin']
     tool_binary = 'stream_c.exe'
     tool_hint = HINT
+    oversized_hint = ('-S follow_reference_method=false runs one thread per '
+                      'core (informational), -S num_threads=N sets N')
 
     #: OpenMP threads; 0 = the reference's method, else cores_per_node
     num_threads = variable(int, value=0)

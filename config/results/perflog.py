@@ -43,7 +43,9 @@ class StoreHandler(logging.Handler):
         if not self._written:
             return
         out = out or sys.stdout
-        found = sessions.find_reframe_session(self._jobs, self._began - 1)
+        found = sessions.find_reframe_session(
+            self._jobs, self._began - 1,
+            extra=sessions.configured_report_files())
         reframe_uuid = found[0] if found else None
         try:
             sessions.record({

@@ -142,6 +142,10 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     var = attrs.get('check_perf_var')
     metric, device = split_device(var, facts.get('metric_devices', {}))
     values = {key: attrs.get(key) for key in column_names()}
+    result = perf_result(
+        attrs.get('check_perf_result'), attrs.get('check_perf_ref'),
+        attrs.get('check_perf_lower_thres'),
+        attrs.get('check_perf_upper_thres'))
     values.update({
         'check_perf_var': metric,
         'device': device,
@@ -155,10 +159,10 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'cluster': cluster_name(attrs.get('check_system')),
         'check_job_completion_time':
             attrs.get('check_job_completion_time') or None,
-        'check_perf_result': perf_result(
-            attrs.get('check_perf_result'), attrs.get('check_perf_ref'),
-            attrs.get('check_perf_lower_thres'),
-            attrs.get('check_perf_upper_thres')),
+        'check_perf_result': result,
+        # ReFrame logs 0 for a variable without a reference: none is null
+        'check_perf_ref': (None if result == 'no_reference'
+                           else attrs.get('check_perf_ref')),
         'check_job_nodelist': (facts.get('job_nodes')
                                or attrs.get('check_job_nodelist') or []),
         'check_tags': attrs.get('check_tags') or [],

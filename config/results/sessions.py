@@ -35,16 +35,34 @@ def _report_jobs(report: dict) -> set[tuple[str, str]]:
     return jobs
 
 
+def configured_report_files() -> list[Path]:
+    """The run report this ReFrame process was told to write with
+    ``--report-file`` (as `clusterproof acceptance` does), when it is a
+    fixed path; [] outside ReFrame or for the default pattern."""
+    try:
+        from reframe.core.runtime import runtime
+        path = runtime().get_option('general/0/report_file')
+    except Exception:   # not inside a ReFrame session
+        return []
+    if not path or '{' in str(path):
+        return []
+    return [Path(os.path.expandvars(str(path))).absolute()]
+
+
 def find_reframe_session(jobs: set[tuple[str, str]], since: float,
-                         directory: Path | None = None) -> tuple[str, Path] | None:
+                         directory: Path | None = None,
+                         extra: list[Path] = ()) -> tuple[str, Path] | None:
     """(UUID, report file) of the ReFrame session whose report, written
     after ``since`` (a time.time()), ran one of ``jobs`` ((check name, job id)
-    pairs); None when no report matches."""
+    pairs); None when no report matches. ``extra``: report files outside
+    ``directory`` to consider too."""
     directory = directory or reports_dir()
-    if not jobs or not directory.is_dir():
+    if not jobs:
         return None
+    paths = list(directory.glob('run-report-*.json')) \
+        if directory.is_dir() else []
     candidates = []
-    for path in directory.glob('run-report-*.json'):
+    for path in paths + [Path(p) for p in extra]:
         try:
             if path.is_symlink() or path.stat().st_mtime < since:
                 continue

@@ -50,6 +50,9 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
             'vm_sku': vm_sku,
             'cores_per_node': CORES_PER_NODE,
             'memory_gib': MEMORY_GIB,
+            # Four nodes share this host's cores: a memory-sized HPCC takes
+            # longer than its time limit here (-S size_profile=full for it).
+            'size_profile': 'smoke',
             'shared_fs': os.path.join(SANDBOX_DIR, 'shared'),
             'local_nvme': os.path.join(SANDBOX_DIR, 'local'),
             # MpiDefault=pmix already; stated so job scripts match Azure's.

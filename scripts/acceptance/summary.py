@@ -8,11 +8,13 @@ from pathlib import Path
 
 from config.results import records, store
 
-from .verdicts import GOOD, NOT_MEASURED, POWERED_DOWN, Finding, NodeVerdict
+from .verdicts import (FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
+                       POWERED_DOWN, WHOLE_PARTITION, Finding, NodeVerdict)
 
 COLUMNS = ('node', 'check', 'metric', 'value', 'reference', 'verdict',
            'reason')
 ROW_FACILITY = 'clusterproof-acceptance'
+BASIS_PREFIX = {'peers': 'peers: ', 'site_baseline': 'site baseline: '}
 
 
 def _number(value) -> str:
@@ -21,16 +23,70 @@ def _number(value) -> str:
     return f'{value:g}' if isinstance(value, float) else str(value)
 
 
+def whole_partition_passes(findings: list[Finding]) -> list[dict]:
+    """Checks that ran once per partition and passed: {partition, check,
+    results} (the number of perf results within reference or without
+    verdict), in the order they ran."""
+    cases: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        if f.node == WHOLE_PARTITION:
+            cases.setdefault((f.partition, f.check), []).append(f)
+    return [{'partition': partition, 'check': check,
+             'results': sum(1 for f in found if f.metric)}
+            for (partition, check), found in cases.items()
+            if not any(f.verdict in (FAIL, NOT_MEASURED, POWERED_DOWN)
+                       for f in found)]
+
+
+def check_counts(findings: list[Finding]) -> dict[str, int]:
+    """Test cases by outcome: failed where a finding failed, else not
+    measured where one was not measured, else passed."""
+    cases: dict[tuple, set] = {}
+    for f in findings:
+        cases.setdefault((f.partition, f.check, f.jobid, f.node),
+                         set()).add(f.verdict)
+    counts = {PASS: 0, FAIL: 0, NOT_MEASURED: 0}
+    for verdicts in cases.values():
+        if FAIL in verdicts:
+            counts[FAIL] += 1
+        elif verdicts & {NOT_MEASURED, POWERED_DOWN}:
+            counts[NOT_MEASURED] += 1
+        else:
+            counts[PASS] += 1
+    return counts
+
+
+def node_counts(verdicts: list[NodeVerdict]) -> dict[str, int]:
+    counts = {verdict: 0 for verdict in NODE_VERDICTS}
+    for v in verdicts:
+        counts[v.verdict] += 1
+    return counts
+
+
+def count_line(nodes: dict[str, int], checks: dict[str, int]) -> str:
+    node_part = ', '.join(f'{n} {v.replace("_", " ")}'
+                          for v, n in nodes.items())
+    return (f'{sum(nodes.values())} node(s): {node_part}; '
+            f'{sum(checks.values())} check result(s): {checks[PASS]} '
+            f'passed, {checks[FAIL]} failed, {checks[NOT_MEASURED]} not '
+            'measured')
+
+
 def table_lines(verdicts: list[NodeVerdict],
-                partition_findings: list[Finding]) -> list[str]:
+                partition_findings: list[Finding],
+                partition_passes: list[dict] = ()) -> list[str]:
     """Bad nodes first, then suspect, not measured, good; one line per
-    finding that explains a verdict, one line per good node."""
+    finding that explains a verdict, one line per good node, and one per
+    check that passed once for its whole partition."""
     rows = []
     for verdict in verdicts:
         if verdict.verdict == GOOD:
+            aside = [f.set_aside for f in verdict.findings if f.set_aside]
             rows.append((verdict.node, '-', '-', '-', '-', GOOD,
-                         f'{len(verdict.findings)} result(s) within '
-                         'reference or without verdict'))
+                         f'{len(verdict.findings) - len(aside)} result(s) '
+                         'within reference or without verdict' + ''.join(
+                             f'; {aside.count(why)} failure(s) {why}'
+                             for why in sorted(set(aside)))))
             continue
         for f in verdict.worst_findings():
             unit = f' {f.unit}' if f.unit else ''
@@ -39,11 +95,16 @@ def table_lines(verdicts: list[NodeVerdict],
                          _number(f.value) + unit,
                          _number(f.reference) + (unit if f.reference
                                                   is not None else ''),
-                         verdict.verdict, (partner + f.reason).strip()))
+                         verdict.verdict,
+                         (partner + basis_prefix(f) + f.reason).strip()))
     for f in partition_findings:
         rows.append((f'{f.partition} (whole)', f.check, f.metric or '-',
                      _number(f.value), _number(f.reference), f.verdict,
                      f.reason))
+    for p in partition_passes:
+        rows.append((f"{p['partition']} (whole)", p['check'], '-', '-', '-',
+                     PASS, f"{p['results']} result(s) within reference or "
+                     'without verdict'))
     if not rows:
         return ['no node measured']
     widths = [max(len(str(r[i])) for r in rows + [COLUMNS])
@@ -55,6 +116,12 @@ def table_lines(verdicts: list[NodeVerdict],
     return lines
 
 
+def basis_prefix(f: Finding) -> str:
+    """'peers: ' or 'site baseline: ' before a reason (a published
+    reference's reason says 'bound' and 'reference' itself)."""
+    return BASIS_PREFIX.get(f.basis, '')
+
+
 def _one_line(text: str, limit: int = 160) -> str:
     text = ' '.join(text.split())
     return text if len(text) <= limit else text[:limit - 1] + '…'
@@ -62,22 +129,22 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 def summary_document(session_id: str, exit_code: int, verdicts, partitions,
                      broken: list[str], drains: list[dict],
-                     notes: list[str]) -> dict:
-    counts = {}
-    for v in verdicts:
-        counts[v.verdict] = counts.get(v.verdict, 0) + 1
+                     notes: list[str], findings: list[Finding] = ()) -> dict:
+    """``findings``: every finding of the run (the passes included)."""
     return {
         'session_id': session_id,
         'finished': records.now_iso(),
         'exit_code': exit_code,
         'broken': broken,
         'notes': notes,
-        'counts': counts,
+        'counts': {'nodes': node_counts(verdicts),
+                   'checks': check_counts(list(findings))},
         'nodes': [{'node': v.node, 'partition': v.partition,
                    'verdict': v.verdict,
                    'findings': [f.as_dict() for f in v.findings]}
                   for v in verdicts],
         'partition_findings': [f.as_dict() for f in partitions],
+        'partition_passes': whole_partition_passes(list(findings)),
         'drain': drains,
     }
 
@@ -98,28 +165,71 @@ def not_measured_rows(verdicts: list[NodeVerdict],
     findings = [f for v in verdicts for f in v.findings
                 if f.verdict in (NOT_MEASURED, POWERED_DOWN)]
     findings += [f for f in partition_findings if f.verdict == NOT_MEASURED]
-    rows = []
-    for f in findings:
-        system, _, partition = f.partition.partition(':')
-        rows.append(records.make_row({
-            'TimeGenerated': records.now_iso(),
-            'record_id': str(uuid.uuid4()),
-            'session_id': session_id,
-            'facility': ROW_FACILITY,
-            'data_version': records.DATA_VERSION,
-            'cluster': records.cluster_name(system),
-            'check_system': system,
-            'check_partition': partition,
-            'check_name': f.check.split('%')[0].strip(),
-            'check_display_name': f.check,
-            'check_perf_result': NOT_MEASURED,
-            'check_result': 'not_measured',
-            'check_fail_reason': f.reason,
-            'check_jobid': f.jobid,
-            'check_job_nodelist': [] if f.node.startswith('*') else [f.node],
-            'check_tags': ['acceptance'],
-        }))
-    return rows
+    return [_finding_row(f, session_id, NOT_MEASURED, 'not_measured')
+            for f in findings]
+
+
+def _finding_row(f: Finding, session_id: str, perf_result: str,
+                 result: str, **values) -> dict:
+    system, _, partition = f.partition.partition(':')
+    return records.make_row({
+        **_acceptance_row(session_id),
+        'cluster': records.cluster_name(system),
+        'check_system': system,
+        'check_partition': partition,
+        'check_name': f.check.split('%')[0].strip(),
+        'check_display_name': f.check,
+        'check_perf_result': perf_result,
+        'check_result': result,
+        'check_fail_reason': f.reason,
+        'check_jobid': f.jobid,
+        'check_job_nodelist': [] if f.node.startswith('*') else [f.node],
+        **values,
+    })
+
+
+def _acceptance_row(session_id: str) -> dict:
+    """What every row acceptance writes itself has."""
+    return {'TimeGenerated': records.now_iso(),
+            'record_id': str(uuid.uuid4()), 'session_id': session_id,
+            'facility': ROW_FACILITY, 'data_version': records.DATA_VERSION,
+            'check_tags': ['acceptance']}
+
+
+# What a verdict row copies from the row it judges.
+_JUDGED_COLUMNS = ('cluster', 'check_system', 'check_partition', 'vm_sku',
+                   'check_name', 'check_display_name', 'check_environ',
+                   'check_perf_var', 'device', 'check_perf_unit',
+                   'check_jobid', 'check_job_nodelist', 'reference_key',
+                   'check_params')
+
+
+def verdict_row(judged: dict, session_id: str, verdict: str, basis: str,
+                reason: str, reference: float | None = None) -> dict:
+    """A verdict decided after the run (peers, site baseline) about one
+    stored row, which never changes: facility clusterproof-acceptance, the
+    judged row's record_id, the basis, the verdict and the reason; the
+    value stays on the judged row (check_perf_value is null here, so no
+    query counts the measurement twice), what it was held against is
+    check_perf_ref."""
+    values = {name: judged.get(name) for name in _JUDGED_COLUMNS}
+    return records.make_row({
+        **values,
+        **_acceptance_row(session_id),
+        'judged_record_id': judged['record_id'],
+        'verdict_basis': basis,
+        'check_perf_result': verdict,
+        'check_result': verdict,
+        'check_fail_reason': reason if verdict == FAIL else None,
+        'check_perf_ref': reference,
+    })
+
+
+def shared_failure_rows(partition_findings: list[Finding],
+                        session_id: str) -> list[dict]:
+    """One row per common-mode partition finding (no node named)."""
+    return [_finding_row(f, session_id, FAIL, FAIL, check_perf_var=f.metric)
+            for f in partition_findings if f.scope == 'common']
 
 
 def store_rows(rows: list[dict], session_id: str) -> Path | None:

@@ -39,7 +39,9 @@ def add_parser(subparsers):
                     'partition and nodes adds nothing. Values are judged '
                     'against the references only with --reference-key (the '
                     'run was made like that check); otherwise they are '
-                    'recorded as informational.')
+                    'recorded as informational. A row\'s completion time '
+                    '(check_job_completion_time) is the file\'s modification '
+                    'time: when the tool finished writing it.')
     parser.add_argument('tool', choices=sorted(parsers.TOOLS), metavar='TOOL',
                         help=' '.join(sorted(parsers.TOOLS)))
     parser.add_argument('files', nargs='+', metavar='FILE')

@@ -22,6 +22,7 @@ from glob import glob
 from pathlib import Path
 
 from scripts.cli import repo
+from scripts.cli.sandbox_cgroup import local_cgroup_problem
 
 CLUSTER = 'sandbox'
 NODES = ('sb-n1', 'sb-n2', 'sb-n3', 'sb-n4')
@@ -84,11 +85,13 @@ def missing_packages():
     return sorted(missing)
 
 
-def prerequisite_problem(is_root, missing):
+def prerequisite_problem(is_root, missing, cgroup=None):
     """The message explaining why the sandbox cannot start here, or None when it can."""
     problems = []
     if not is_root:
         problems.append('the sandbox must run as root (its daemons and jobs run as root)')
+    if cgroup:
+        problems.append(cgroup)
     if missing:
         problems.append('missing Debian packages; install them with:\n'
                         f'  apt-get install -y {" ".join(missing)}\n'
@@ -99,7 +102,8 @@ def prerequisite_problem(is_root, missing):
 
 
 def check_prerequisites():
-    return prerequisite_problem(os.geteuid() == 0, missing_packages())
+    return prerequisite_problem(os.geteuid() == 0, missing_packages(),
+                                local_cgroup_problem())
 
 
 class Layout:
@@ -150,7 +154,10 @@ def client_env(directory):
 
 def _daemon_env(layout):
     # The marker variable lets stop() recognise our processes behind a recycled pid.
-    return {**os.environ, **client_env(layout.dir), 'PATH': SEARCH_PATH}
+    # Daemons (MariaDB's temporary tables) keep their temporary files in the
+    # state directory: the caller's TMPDIR may go before the sandbox does.
+    return {**os.environ, **client_env(layout.dir), 'PATH': SEARCH_PATH,
+            'TMPDIR': str(layout.tmp)}
 
 
 def _pid_if_ours(layout, daemon):
@@ -221,7 +228,8 @@ SlurmdPidFile={layout.run}/slurmd-%n.pid
 SlurmctldLogFile={layout.log_file('slurmctld')}
 SlurmdLogFile={layout.log}/slurmd-%n.log
 TmpFS={layout.tmp}/%n
-# No cgroups here: track processes through /proc and bind nothing.
+# No cgroup plugins: track processes through /proc and bind nothing (slurmd
+# still needs a cgroup file system on /sys/fs/cgroup; start checks it first).
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 TaskProlog={layout.task_prolog}
@@ -622,9 +630,12 @@ def add_parser(subparsers):
 
 def run(args):
     directory = args.dir or default_dir()
-    # Only start needs the packages, so a half-removed install can still be stopped.
-    missing = missing_packages() if args.action == 'start' else []
-    problem = prerequisite_problem(os.geteuid() == 0, missing)
+    # Only start needs the packages and cgroups, so a half-removed install can
+    # still be stopped.
+    starting = args.action == 'start'
+    problem = prerequisite_problem(os.geteuid() == 0,
+                                   missing_packages() if starting else [],
+                                   local_cgroup_problem() if starting else None)
     if problem:
         print(problem, file=sys.stderr)
         return 2

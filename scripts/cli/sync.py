@@ -2,11 +2,13 @@
 accepted yet (config/results/backlog.py does the work; this is the command line).
 
 Exit 0 when everything is shipped, 1 when some rows are left (and why),
-2 on bad usage or when Azure is not configured.
+2 on bad usage or when Azure is not configured (except for --dry-run, which
+needs no endpoint: it lists the backlog and says Azure is not configured).
 """
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import sys
 
 EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
@@ -21,13 +23,17 @@ def add_parser(subparsers):
                     'was shipped. Sessions still running are left to their '
                     'own live push. Exit 0 when everything is shipped, 1 '
                     'when some rows are left, 2 when Azure is not '
-                    'configured.')
+                    'configured (--dry-run lists the backlog without it).')
     parser.add_argument('--dry-run', action='store_true',
                         help='say what would be shipped; send nothing')
     parser.add_argument('--session', metavar='ID',
                         help='only this session (its store file name)')
     parser.add_argument('--since', metavar='DATE', type=_date,
                         help='only sessions from DATE (YYYY-MM-DD) on')
+    parser.add_argument('--uploads', type=_uploads, default=3, metavar='N',
+                        help='uploads in flight at once, 1 to 4 (default '
+                             '3); after a 429 they all wait its '
+                             'Retry-After')
     parser.add_argument('--verify', action='store_true',
                         help='also ask Log Analytics (LOGS_WORKSPACE_ID) '
                              'which acknowledged rows it holds, and ship '
@@ -39,6 +45,13 @@ def add_parser(subparsers):
                         help='--verify: only rows acknowledged at least MIN '
                              'minutes ago, so ingestion is done (default 60)')
     parser.set_defaults(func=run)
+
+
+def _uploads(text: str) -> int:
+    import argparse
+    if text.isdigit() and 1 <= int(text) <= 4:
+        return int(text)
+    raise argparse.ArgumentTypeError(f'{text!r}: a number from 1 to 4')
 
 
 def _date(text: str) -> dt.date:
@@ -58,14 +71,14 @@ def complain(message: str) -> None:
     print(f'clusterproof sync: {message}', file=sys.stderr, flush=True)
 
 
-def not_configured() -> int:
+def not_configured(tell=complain) -> int:
     from config.results import store
-    complain('Azure Log Analytics is not configured: set '
-             'DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID (and '
-             'LOGS_DCR_STREAM_NAME if not Custom-ReFrameResults_CL), e.g. '
-             '`source $CLUSTERPROOF_HOME/azure.env` after `clusterproof '
-             f'deploy`. Every result is still in the local store '
-             f'({store.results_dir()}).')
+    from scripts.cli.deploy import default_env_file
+    tell('Azure Log Analytics is not configured: set '
+         'DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID (and '
+         'LOGS_DCR_STREAM_NAME if not Custom-ReFrameResults_CL), e.g. '
+         f'`source {default_env_file()}` after `clusterproof deploy`. '
+         f'Every result is still in the local store ({store.results_dir()}).')
     return EXIT_USAGE
 
 
@@ -111,6 +124,9 @@ def run(args) -> int:
     # need ReFrame or the Azure SDK.
     from config.results import azure_logs, backlog
     settings = azure_logs.settings()
+    if settings is None and args.dry_run and not args.verify:
+        not_configured(tell=say)
+        return _sync(args)
     if settings is None:
         return not_configured()
     wrong = azure_logs.problems(settings)
@@ -142,13 +158,14 @@ def run(args) -> int:
 
 def _sync(args) -> int:
     from config.results import backlog, verify
-    found = backlog.find_backlog(args.session, args.since)
+    found = backlog.StoredBacklog(args.session, args.since)
     for session in found.running:
         say(f'session {session} is still running; its live push ships it')
     if args.dry_run:
+        rows = sum(1 for _ in found.items())
         for session, count in sorted(found.sessions.items()):
             say(f'would ship {count} row(s) of session {session}')
-        say(f'would ship {len(found.rows)} row(s) in all'
+        say(f'would ship {rows} row(s) in all'
             + (' (and check acknowledged rows with --verify)'
                if args.verify else ''))
         return EXIT_OK
@@ -161,13 +178,16 @@ def _sync(args) -> int:
                      f'{workspace.workspace_id} ({err}): --verify needs the '
                      f"'Log Analytics Reader' role on it; nothing done")
             return EXIT_USAGE
-    if not found.rows and not args.verify:
+    items = found.items()
+    first = next(items, None)
+    if first is None and not args.verify:
         say('nothing to ship: Log Analytics has accepted every stored row')
         return EXIT_OK
     transport = backlog.default_transport()
     progress = Progress()
-    tally, stopped = backlog.ship(found.rows, found.ledger_of, transport,
-                                  progress)
+    tally, stopped = backlog.ship_stored(
+        itertools.chain([first] if first else [], items), transport,
+        progress, total=found.estimate(), in_flight=args.uploads)
     progress.done()
     if args.verify and stopped is None:
         missing = _missing_after_verify(args)

@@ -10,6 +10,10 @@ WIDTH, HEIGHT = 560, 200
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 20, 28
 
 
+def runs_text(runs: int) -> str:
+    return '1 run' if runs == 1 else f'{runs} runs'
+
+
 def _fmt(value: float) -> str:
     return f'{value:,.0f}' if abs(value) >= 100 else f'{value:.3g}'
 
@@ -77,7 +81,7 @@ def trend_chart(days: list[dict], unit: str) -> str:
     for day in days:
         px, py = x(day['day']), TOP + y(day['median_value'])
         label = (f'{day["day"]:%Y-%m-%d}: median {_fmt(day["median_value"])} '
-                 f'{unit} ({day["runs"]} runs')
+                 f'{unit} ({runs_text(day["runs"])}')
         if day.get('failed_runs'):
             label += f', {day["failed_runs"]} failed'
             parts.append(f'<circle class="failed-day" cx="{px:.1f}" '

@@ -1,0 +1,37 @@
+"""Why a query answered no rows, where that can be known: nothing stored (or
+nothing that --since/--cluster/--partition let through), or, once rows
+exist, the condition a shipped query states for itself in a
+``// when empty: ...`` line of its file (true by construction: e.g.
+node_outliers returns every node that has enough peers, outlier or not)."""
+from __future__ import annotations
+
+import re
+
+from scripts.query import library
+
+_WHEN_EMPTY = re.compile(r'^// when empty: (.+)$', re.M)
+_COUNT = library.Query('count', 'stored rows', 'clusterproof_results | count\n')
+
+
+def stated_reason(query: library.Query) -> str | None:
+    match = _WHEN_EMPTY.search(query.text)
+    return match.group(1).strip() if match else None
+
+
+def reason(runner, query: library.Query) -> str | None:
+    counted = runner.run(_COUNT)
+    stored = counted.rows[0][0] if counted.rows else 0
+    if not stored:
+        filters = runner.filters
+        if filters and any((filters.since, filters.cluster, filters.partition)):
+            return 'no stored row matches --since/--cluster/--partition'
+        return f'{runner.where} holds no rows yet'
+    original = library.shipped().get(query.name)
+    if original is not None and query.text != original.text:
+        # a shipped query narrowed by one more step (node_outliers' outliers)
+        whole = runner.run(original)
+        if whole.rows:
+            step = query.text[len(original.text.rstrip('\n')):].strip()
+            return (f'none of the {len(whole.rows)} row(s) of {query.name} '
+                    f'is left by `{step}`')
+    return stated_reason(original or query)
