@@ -5,26 +5,33 @@ import pytest
 from checks.cpu import hpcg, hpl, stream
 
 
+def _extras(partition):
+    from config.systems.azure_skus import SKUS
+    return SKUS[partition]['extras']
+
+
 def test_stream_array_minimum_from_published_l3():
     # 4 x 2.3 GB L3 (HBv4/HX), 4 x 1.536 GB (HBv3), in 8-byte elements
-    assert stream.minimum_array_elements('Standard_HB176rs_v4') == 1_150_000_000
-    assert stream.minimum_array_elements('Standard_HB176-24rs_v4') == 1_150_000_000
-    assert stream.minimum_array_elements('Standard_HX176rs') == 1_150_000_000
-    assert stream.minimum_array_elements('Standard_HB120rs_v3') == 768_000_000
+    for partition, elements in (('hbv4', 1_150_000_000),
+                                ('hx', 1_150_000_000),
+                                ('hbv3', 768_000_000)):
+        assert stream.minimum_array_elements(
+            _extras(partition)['l3_bytes']) == elements
 
 
 def test_stream_array_minimum_on_hbv5_is_the_published_run():
-    assert stream.minimum_array_elements('Standard_HB368rs_v5') == 327_680_000
+    # no L3 size is published for HBv5: its reference run's array size
+    assert 'l3_bytes' not in _extras('hbv5')
+    assert stream.minimum_array_elements(None, 1, 327_680_000) == 327_680_000
 
 
 def test_stream_mpi_minimum_grows_with_nodes():
-    assert stream.minimum_array_elements('Standard_HB120rs_v3', nodes=4) == \
+    assert stream.minimum_array_elements(1.536e9, nodes=4) == \
         4 * 768_000_000
 
 
 def test_no_minimum_where_nothing_is_published():
-    assert stream.minimum_array_elements('Standard_HB120rs_v2') is None
-    assert stream.minimum_array_elements('') is None
+    assert stream.minimum_array_elements(None) is None
 
 
 def test_rpeak_only_from_published_facts():
@@ -47,10 +54,13 @@ def test_rpeak_only_from_published_facts():
 
 
 def test_azure_hpl_figures_are_references_without_verdict():
-    from checks.common.references import lookup
-    # 16 TF is below HBv5's 20.6 TF Rpeak: a published figure, not a limit
-    ref = lookup('hpl', 'hpl', 'Standard_HB368rs_v5')['gflops']
-    assert ref.value == 16000 and ref.lower is None and ref.upper is None
+    from checks.common.references import find
+    # 16 TF is below HBv5's 20.6 TF Rpeak: a published figure, not a limit,
+    # and its method is not published: shown, never judged
+    match = find('hpl', 'gflops', 'Standard_HB368rs_v5',
+                 {'ranks_per_node': 368, 'threads_per_rank': 1, 'nb': 384})
+    assert match.reference.value == 16000 and not match.same_method
+    assert match.unstated == ('ranks_per_node', 'threads_per_rank', 'nb')
     from config.systems.azure_skus import SKUS
     assert all('peak_gflops_per_node' not in sku['extras']
                for sku in SKUS.values())

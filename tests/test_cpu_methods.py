@@ -3,7 +3,6 @@ comparison, size profiles, IOR sizing and cache defeat, scratch names."""
 import pytest
 
 from checks.common import scratch, size_profile, time_limit
-from checks.common.references import lookup_method
 from checks.cpu import stream_method
 from checks.storage import ior
 from tests.helpers import read_data
@@ -24,47 +23,36 @@ def test_size_profile_auto_is_smoke_only_on_the_local_scheduler():
         size_profile.resolve('huge', 'slurm')
 
 
-def _replayed_stream_method(env):
+def _replayed_fingerprint(env):
     from checks.parsers import stream
     result = stream.parse(read_data('stream', 'stream_c_omp2_20M.out'))
-    return stream_method.run_method(result.details, env)
+    return stream_method.run_fingerprint(result.details, env)
 
 
-def test_hbv4_reference_method_is_the_health_checks_run():
-    method = lookup_method('stream', 'stream', 'Standard_HB176rs_v4')
-    assert method['array_elements'] == 800_000_000
-    assert method['threads'] == 48
-    assert '-fnt-store=aggressive' in method['build']
-    assert 'azurehpc-health-checks' in method['source']
-    # constrained sizes are run another way: no method shipped
-    assert lookup_method('stream', 'stream', 'Standard_HB176-24rs_v4') == {}
+def test_a_stream_run_is_keyed_by_what_it_printed_and_where_it_ran():
+    run = _replayed_fingerprint({'OMP_NUM_THREADS': '2',
+                                 'OMP_PLACES': 'cores'})
+    assert run == {'array_size': 20_000_000, 'ntimes': 10, 'threads': 2,
+                   'places': 'cores', 'ranks': 1}
+    # an explicit place list: its length and checksum, same list same label
+    label = stream_method.places_label('{0:1},{4:1}')
+    assert label.startswith('list2-')
+    assert label == stream_method.places_label('{0:1},{4:1}')
+    assert label != stream_method.places_label('{0:1},{8:1}')
 
 
-def test_a_run_with_another_method_is_not_judged():
-    reference = lookup_method('stream', 'stream', 'Standard_HB176rs_v4')
-    run = _replayed_stream_method({'OMP_NUM_THREADS': '2',
-                                   'OMP_PLACES': 'cores',
-                                   'OMP_PROC_BIND': 'true'})
-    assert run['array_elements'] == 20_000_000 and run['threads'] == 2
-    found = stream_method.differences(reference, run)
-    assert 'array size 20000000 (reference: 800000000)' in found
-    assert 'threads 2 (reference: 48)' in found
-    assert "OMP_PLACES differs from the reference's" in found
-
-
-def test_a_run_with_the_reference_method_may_be_judged():
-    reference = {'array_elements': 20_000_000, 'threads': 2,
-                 'env': {'OMP_PLACES': 'cores', 'OMP_PROC_BIND': 'true'}}
-    run = _replayed_stream_method({'OMP_NUM_THREADS': '2',
-                                   'OMP_PLACES': 'cores',
-                                   'OMP_PROC_BIND': 'true'})
-    assert stream_method.differences(reference, run) == []
-    assert stream_method.differences({}, run) == [
-        'the reference does not say how it was measured']
+def test_openmp_settings_beyond_the_key_must_match_too():
+    reference = {'OMP_PLACES': '{0:1}', 'OMP_SCHEDULE': 'static',
+                 'OMP_PROC_BIND': 'true'}
+    assert stream_method.env_differences(
+        reference, {'OMP_PROC_BIND': 'true', 'OMP_SCHEDULE': 'static'}) == []
+    assert stream_method.env_differences(
+        reference, {'OMP_PROC_BIND': 'true'}) == [
+        'OMP_SCHEDULE=unset (reference: static)']
 
 
 def test_ior_writes_more_than_the_node_can_cache():
-    # HBv4: 768 GiB per node, 8 tasks, 2 MiB blocks -> 1.5 x 768 GiB
+    # a 768 GiB node, 8 tasks, 2 MiB blocks -> 1.5 x 768 GiB
     segments = ior.segments_beyond_memory(768, 8, '2M')
     assert segments * 8 * 2 * 2 ** 20 >= 1.5 * 768 * 2 ** 30
     assert ior.size_bytes('64k') == 65536 and ior.size_bytes('3') == 3

@@ -32,6 +32,14 @@ def test_stream_on_hbv4_follows_the_health_checks_method(tmp_path):
     assert 'export OMP_SCHEDULE=static' in script
 
 
+def test_stream_on_hbv3_follows_the_health_checks_method(tmp_path):
+    # azure_cpu_stream.nhc (commit 0e0a1ac): 32 threads on HB120rs_v3's list
+    script = only_job_script(tmp_path, 'azure:hbv3', '^StreamCheck$')
+    assert 'export OMP_NUM_THREADS=32' in script
+    assert 'export OMP_PLACES={0:1},{3:1},{8:1},{12:1},' in script
+    assert 'export OMP_STACKSIZE=256M' in script
+
+
 def test_stream_own_method_uses_every_core(tmp_path):
     scripts = dry_run_job_scripts(
         tmp_path, 'azure:hbv4', '-n', '^StreamCheck$', '-S',
@@ -41,19 +49,29 @@ def test_stream_own_method_uses_every_core(tmp_path):
     assert 'export OMP_PLACES=cores' in script
 
 
-def test_hpl_grid_matches_the_tasks_of_hbv4(tmp_path):
+def test_hpl_follows_azures_published_recipe_on_hbv4(tmp_path):
+    # Azure/woc-benchmarking hpl_run_scr_hbv4.sh: 88 ranks x 2 threads,
+    # P 11 x Q 8, NB 232 (config/systems/sku_facts.yaml)
     script = only_job_script(tmp_path, 'azure:hbv4', '^HplCheck$')
-    assert {'--ntasks=176', '--ntasks-per-node=176',
+    assert {'--ntasks=88', '--ntasks-per-node=88', '--cpus-per-task=2',
             '--partition=hbv4'} <= sbatch(script)
+    assert 'export OMP_NUM_THREADS=2' in script
     assert re.search(r'^11\s+Ps$', script, re.MULTILINE)
-    assert re.search(r'^16\s+Qs$', script, re.MULTILINE)    # 11 x 16 = 176
+    assert re.search(r'^8\s+Qs$', script, re.MULTILINE)
     assert '/proc/meminfo' in script          # N sized on the node itself
-    # ranks pinned to cores; NB for AOCL-BLIS (the HB-series' BLAS)
-    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix xhpl$', script,
-                     re.MULTILINE)
-    assert re.search(r'^384\s+NBs$', script, re.MULTILINE)
+    # ranks pinned to their two cores each
+    assert re.search(r'^srun --cpus-per-task=2 --cpu-bind=cores --mpi=pmix '
+                     r'xhpl$', script, re.MULTILINE)
+    assert re.search(r'^232\s+NBs$', script, re.MULTILINE)
     hours, minutes, _ = time_limit(script)
     assert 1 <= hours <= 12          # sized from N: hours, not forever
+
+
+def test_hpl_is_flat_where_no_recipe_is_published(tmp_path):
+    script = only_job_script(tmp_path, 'azure:hbv5', '^HplCheck$')
+    assert {'--ntasks=368', '--ntasks-per-node=368'} <= sbatch(script)
+    assert re.search(r'^16\s+Ps$', script, re.MULTILINE)   # 16 x 23 = 368
+    assert re.search(r'^384\s+NBs$', script, re.MULTILINE)  # AOCL-BLIS
 
 
 def time_limit(script: str) -> tuple[int, int, int]:
@@ -124,7 +142,9 @@ def test_osu_latency_is_one_rank_on_each_of_two_nodes(tmp_path):
         'OsuPointToPoint%buffer=cpu%benchmark=osu_latency')
     assert {'--ntasks=2', '--ntasks-per-node=1'} <= sbatch(script)
     assert 'HPCX_OSU_DIR' in script
-    assert re.search(r'^srun --mpi=pmix osu_latency$', script, re.MULTILINE)
+    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix osu_latency$', script,
+                     re.MULTILINE)
+    assert 'UCX_NET_DEVICES' not in script     # one HCA: UCX's own choice
 
 
 def test_osu_gpu_buffers_on_ndv5_ask_for_gpus(tmp_path):
@@ -134,8 +154,10 @@ def test_osu_gpu_buffers_on_ndv5_ask_for_gpus(tmp_path):
     assert {'--ntasks=2', '--ntasks-per-node=1', '--gres=gpu:1',
             '--partition=ndv5'} <= sbatch(script)
     assert 'HPCX_OSU_CUDA_DIR' in script
-    assert re.search(r'^srun --mpi=pmix osu_bw -d cuda D D', script,
-                     re.MULTILINE)
+    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix osu_bw -d cuda D D',
+                     script, re.MULTILINE)
+    # eight HCAs: the pair says which one it talks over (its row's device)
+    assert 'export UCX_NET_DEVICES=mlx5_ib0:1' in script
 
 
 def test_osu_gpu_buffers_are_not_run_on_cpu_partitions(tmp_path):
@@ -145,11 +167,15 @@ def test_osu_gpu_buffers_are_not_run_on_cpu_partitions(tmp_path):
     assert scripts == {}
 
 
-def test_osu_allreduce_spans_the_nodes(tmp_path):
+def test_osu_allreduce_uses_every_core_of_both_nodes(tmp_path):
+    # a collective of one rank per node would be point-to-point traffic:
+    # every core of each HBv5 node is a rank, pinned, and OMB validates
+    # each result with a datatype that validates
     script = only_job_script(
         tmp_path, 'azure:hbv5', 'OsuCollective%buffer=cpu%benchmark=osu_allreduce')
-    assert {'--ntasks=2', '--ntasks-per-node=1'} <= sbatch(script)
-    assert re.search(r'^srun --mpi=pmix osu_allreduce', script, re.MULTILINE)
+    assert {'--ntasks=736', '--ntasks-per-node=368'} <= sbatch(script)
+    assert re.search(r'^srun --cpu-bind=cores --mpi=pmix osu_allreduce '
+                     r'-x 100 -i 1000 -c -T mpi_int$', script, re.MULTILINE)
 
 
 def test_hpcc_two_nodes_one_rank_each(tmp_path):

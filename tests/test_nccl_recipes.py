@@ -10,7 +10,8 @@ from config.systems.azure_skus import SKUS
 from config.systems.nccl_recipes import RECIPES
 from tests.helpers import REPO, run_reframe, suite_env
 
-ND_FAMILIES = [name for name, sku in SKUS.items() if sku.get('gpus')]
+ND_FAMILIES = [name for name, sku in SKUS.items()
+               if sku['extras'].get('gpus_per_node')]
 RECIPE_SOURCE = re.compile(r'^Azure/[\w.-]+ \S+ @ [0-9a-f]{40}\b')
 
 

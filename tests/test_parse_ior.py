@@ -111,3 +111,15 @@ def test_data_check_errors_fail_the_run():
     text += 'WARNING: Incorrect data on read (32 errors found).\n'
     result = parse('ior', text)
     assert not result.ok and 'Incorrect data on read' in result.reason
+
+
+def test_the_data_each_phase_moved_is_rate_times_time():
+    from checks.parsers import ior
+    # 4 tasks x 10 GiB asked (aggs 40960 MiB): 580 MiB/s for 70.62 s
+    result = ior.parse(read_data(
+        'ior', 'ior-4.x_posix-4tasks-verbose-iops-latency-stonewall.out'))
+    assert result.details['data_mib'] == {'write': 40959.94,
+                                          'read': 40960.09}
+    # the metrics stay the contract's two
+    assert set(result.metrics) == {'write_bandwidth_mib',
+                                   'read_bandwidth_mib'}

@@ -152,6 +152,9 @@ def test_a_per_device_variable_becomes_metric_device_and_peak():
                           'bw_avg_mlx5_ib1': 'mlx5_ib1'}
         metric_peaks = {'bw_avg': 400.0}
         peak_sources = {'bw_avg': 'NDR line rate'}
+        metric_reference_keys = {
+            f'bw_avg_mlx5_ib{i}': f'bw_avg|ND96isr_H100_v5|qps=1|1n|-'
+            for i in (0, 1)}
 
         class param_space:
             params = {}
@@ -165,6 +168,9 @@ def test_a_per_device_variable_becomes_metric_device_and_peak():
                                ('bw_avg', 'mlx5_ib1', 120.5)}
     assert all(r['check_perf_peak'] == 400.0 for r in rows)
     assert all(r['peak_source'] == 'NDR line rate' for r in rows)
+    # the key the check looked the reference up with, on every row
+    assert {r['reference_key'] for r in rows} == {
+        'bw_avg|ND96isr_H100_v5|qps=1|1n|-'}
     # the row of the record's own variable is the one sent for it
     row = records.row_from_log_record(record, 's')
     assert (row['device'], row['check_perf_value']) == ('mlx5_ib1', 120.5)

@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from tests.helpers import (REPO, STANDINS, benchmark_rows, run_reframe,
-                           stored_rows)
+from tests.helpers import (REPO, STANDINS, benchmark_rows, read_data,
+                           run_reframe, stored_rows)
 
 # What the replayed recordings were run with: the stand-ins refuse any
 # other input, so the checks are told to generate exactly this.
@@ -69,7 +69,9 @@ def cpu_mpi_run(slurm_sandbox, tmp_path_factory):
         '-c', 'checks/cpu', '-c', 'checks/network/osu.py',
         '-c', 'checks/staging',
         '-n', '^HpccTwoNodes$', '-n', '^HplCheck$', '-n', '^HpcgCheck$',
-        '-n', 'OsuPointToPoint%buffer=cpu', '-n', 'OsuCollective%buffer=cpu',
+        '-n', 'OsuPointToPoint%buffer=cpu',
+        # OMB -c is recorded for allreduce only (tests/standins)
+        '-n', 'OsuCollective%buffer=cpu%benchmark=osu_allreduce',
         '-n', '^MpiStageCheck$', *RECORDED_SIZES,
         # real hpcc: a memory-sized run would take minutes here
         '-S', 'HpccTwoNodes.size_profile=smoke',
@@ -81,7 +83,7 @@ def test_every_check_passes(cpu_mpi_run):
     result, rows = cpu_mpi_run
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert 'Ran 9/9 test case(s)' in output, output
+    assert 'Ran 8/8 test case(s)' in output, output
     assert {row['check_result'] for row in rows} == {'pass'}
     assert {row['check_system'] for row in rows} == {'sandbox'}
     assert all(row['check_jobid'].isdigit() for row in rows)
@@ -117,9 +119,17 @@ def test_replayed_outputs_become_perf_variables(cpu_mpi_run):
     assert mpi_stage['no_copy_time'] == pytest.approx(0.000141425)
     osu = {row['check_params']['benchmark']: row['check_perf_value']
            for row in rows if row['check_name'].startswith('Osu')}
+    # allreduce: the -c -T mpi_int recording, at 8 bytes
     assert osu == {'osu_latency': 4.50, 'osu_bw': 5600.52,
-                   'osu_bibw': 9371.54, 'osu_allreduce': 0.69,
-                   'osu_alltoall': 0.58}
+                   'osu_bibw': 9371.54, 'osu_allreduce': 0.61}
+    allreduce = next(row for row in rows
+                     if row['check_name'].startswith('OsuCollective'))
+    # every core of both nodes a rank, pinned
+    assert allreduce['check_num_tasks'] == 4
+    assert allreduce['check_params']['rank_binding'] == '--cpu-bind=cores'
+    assert allreduce['reference_key'] == (
+        'latency|HB176rs_v4|buffer=cpu,ranks_per_node=2,size=8,'
+        'test=osu_allreduce|2n|-')
 
 
 def test_hpl_and_hpl_dat_rows_are_recorded_with_their_method(cpu_mpi_run):
@@ -131,6 +141,8 @@ def test_hpl_and_hpl_dat_rows_are_recorded_with_their_method(cpu_mpi_run):
     params = hpl['check_params']
     assert params['n'] == 3000 and params['nb'] == 128
     assert params['rank_binding'] == '--cpu-bind=cores'
+    # the sandbox's nodes have no published recipe: flat, and it says so
+    assert params['layout_source'].startswith('flat: one rank per core')
     assert params['size_profile'] == 'full'
     hpcc = next(row for row in rows if row['check_name'] == 'HpccTwoNodes')
     assert hpcc['check_params']['size_profile'] == 'smoke'
@@ -147,9 +159,10 @@ def stream_rows(slurm_sandbox, tmp_path, *args, extra_env=None):
 def test_stream_with_another_method_is_informational(slurm_sandbox,
                                                     tmp_path):
     # The sandbox's hbv4 partition declares VM SKU HB176rs_v4, whose STREAM
-    # floor comes from Azure's health checks (800M elements, 48 threads):
-    # the project's own method on a 20M-element binary is not that method,
-    # so the row shows the floor without a verdict, and says why.
+    # floor comes from Azure's health checks (400M elements, NTIMES 20, 48
+    # threads on their place list): the project's own method on a
+    # 20M-element binary is not that method, so the row shows the floor
+    # without a verdict, says why, and carries the key it looked up.
     result, rows = stream_rows(slurm_sandbox, tmp_path,
                                '-S', 'follow_reference_method=false',
                                '-S', 'array_size=20000000')
@@ -159,9 +172,17 @@ def test_stream_with_another_method_is_informational(slurm_sandbox,
     assert triad['check_perf_ref'] == 665500
     assert triad['check_perf_result'] == 'informational'
     params = triad['check_params']
-    assert params['measured_method']['array_elements'] == 20_000_000
+    assert params['measured_method']['array_size'] == 20_000_000
     assert params['measured_method']['threads'] == 2
-    assert 'threads 2 (reference: 48)' in params['method_differences']
+    differences = params['reference_differences']['triad_bw']
+    assert differences[:3] == ['array_size 20000000 (reference: 400000000)',
+                               'ntimes 10 (reference: 20)',
+                               'threads 2 (reference: 48)']
+    assert differences[3].startswith('places cores (reference: list48-')
+    assert 'no_verdict_reasons' not in params
+    assert triad['reference_key'] == (
+        'triad_bw|HB176rs_v4|array_size=20000000,ntimes=10,places=cores,'
+        'ranks=1,threads=2|1n|-')
     # the distance to the hardware's limit: 4 x 6 DDR5-4800 channels
     assert triad['check_perf_peak'] == 921600
     assert 'DDR5-4800' in triad['peak_source']
@@ -169,11 +190,10 @@ def test_stream_with_another_method_is_informational(slurm_sandbox,
 
 SITE_STREAM_METHOD = """
     HB176rs_v4:
-      stream:
-        method:
-          array_elements: 20000000
-          threads: 2
-          env: {OMP_PLACES: cores, OMP_PROC_BIND: 'true'}
+      azhc:
+        method: {array_size: 20000000, ntimes: 10, threads: 2,
+                 places: cores, ranks: 1}
+        env: {OMP_PLACES: cores, OMP_PROC_BIND: 'true'}
 """
 
 
@@ -193,6 +213,7 @@ def test_stream_with_the_reference_method_is_judged(slurm_sandbox, tmp_path):
     assert triad['check_perf_value'] == 12369.6
     assert triad['check_perf_result'] == 'fail'
     assert triad['check_params']['method_differences'] == []
+    assert 'reference_differences' not in triad['check_params']
     assert 'azurehpc-health-checks' in triad['reference_source']
     assert triad['vm_sku'] == 'Standard_HB176rs_v4'
 
@@ -219,3 +240,21 @@ def test_a_missing_binary_fails_early_with_advice(slurm_sandbox, tmp_path):
     assert result.returncode != 0
     assert 'xhpl-not-installed not found on node sb-n' in output
     assert 'spack install hpl' in output
+
+
+def test_an_osu_validation_fail_fails_the_collective(slurm_sandbox, tmp_path):
+    # OMB 7.4's genuine failure shape (tests/data/osu/PROVENANCE-built-here
+    # .md): a Fail in the Validation column at 16 bytes. The check ran -c,
+    # so its sanity reads the column and fails the run.
+    failing = tmp_path / 'allreduce_fail.out'
+    failing.write_text(read_data(
+        'osu', 'v7.4_osu_allreduce_validation_mpi_int_np2.out').replace(
+        '16                      0.61              Pass',
+        '16                      0.61              Fail'))
+    result, _ = run_on_sandbox(
+        slurm_sandbox, tmp_path, 'hbv4', '-c', 'checks/network/osu.py',
+        '-n', 'OsuCollective%buffer=cpu%benchmark=osu_allreduce',
+        extra_env={'CLUSTERPROOF_REPLAY_OSU_ALLREDUCE': str(failing)})
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert 'OSU validation Fail at 16 bytes' in output

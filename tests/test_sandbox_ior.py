@@ -62,6 +62,10 @@ def test_ior_on_sandbox_slurm(partition, slurm_sandbox, fake_azure,
         assert params['segments'] == 384
         assert params['stonewall_seconds'] == 300
         assert params['size_profile'] == 'full'
+        # what each phase really moved, from the replayed summary (64 MiB:
+        # the recording's size, not the 1.5 GiB asked for)
+        assert params['data_moved_mib'] == {'write': 64.0, 'read': 64.01}
+        assert row['reference_key'].split('|')[3] == '2n'
     if partition == 'hbv4':
         # The job records its nodes (ReFrame's first sacct poll may hold
         # only the first one): the rows name both, as accounting does.

@@ -12,7 +12,7 @@ from tests.reporting_helpers import (assert_no_token, run_sync, session_env,
 
 
 def store_session(home, rows=3, day='20261130', completion=True,
-                  padding=0):
+                  padding=0, columns=None):
     """A finished session's store file, written by the store's writer."""
     serial = len(list(home.rglob('*.jsonl')))
     session = store.SessionFile(f'{day}T010203Z-{serial:08x}',
@@ -28,6 +28,7 @@ def store_session(home, rows=3, day='20261130', completion=True,
             'check_name': 'Stored', 'check_perf_var': f'metric_{index}',
             'check_perf_value': float(index),
             'check_fail_reason': 'x' * padding or None,
+            **(columns or {}),
         }))
     return session
 
@@ -157,8 +158,13 @@ def answer_from(fake):
         assert timespan
         if query.endswith('take 0'):
             return []
-        assert 'distinct record_id' in query
         asked = set(re.findall(r"'([^']+)'", query))
+        if '| project record_id, ' in query:    # the columns it holds
+            columns = query.split('| project ')[1].split(', ')
+            return [{name: row.get(name) for name in columns}
+                    for upload in fake.uploads for row in upload.body
+                    if row['record_id'] in asked]
+        assert 'distinct record_id' in query
         return [{'record_id': rid} for rid in shipped_ids(fake)
                 if rid in asked]
     return answer
@@ -180,6 +186,41 @@ def test_verify_reships_rows_lost_at_ingestion(tmp_path, fake_azure):
     assert '1 acknowledged row(s) are missing' in result.stdout
     assert counts(fake_azure) == collections.Counter(stored_ids(tmp_path))
     assert fake_azure.queries
+
+
+def test_verify_reports_columns_the_workspace_dropped(tmp_path, fake_azure):
+    # A workspace whose DCR predates schema 2.0: the Logs Ingestion API
+    # accepts the rows (204) and silently drops reference_key.
+    key = 'triad_bw|HB176rs_v4|threads=48|1n|-'
+    store_session(tmp_path / 'home', rows=3,
+                  columns={'reference_key': key})
+    env = session_env(tmp_path, fake_azure)
+    assert run_sync(env).returncode == 0
+    held = [{name: value for name, value in row.items()
+             if name != 'reference_key'}
+            for upload in fake_azure.uploads for row in upload.body]
+    assert {row['record_id'] for row in held} == set(stored_ids(tmp_path))
+
+    def answer(query, timespan):
+        if query.endswith('take 0'):
+            return []
+        asked = set(re.findall(r"'([^']+)'", query))
+        if 'distinct record_id' in query:
+            return [{'record_id': row['record_id']} for row in held
+                    if row['record_id'] in asked]
+        assert '| project record_id, ' in query and 'reference_key' in query
+        return [{'record_id': row['record_id'], 'reference_key': None,
+                 'check_name': row['check_name']}
+                for row in held if row['record_id'] in asked]
+    fake_azure.answer_query = answer
+
+    result = run_sync(env, '--verify', '--min-age', '0')
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ('3 row(s) arrived with reference_key empty although it was '
+            'sent') in result.stdout
+    assert 'run `clusterproof deploy`' in result.stdout
+    assert 'check_name empty' not in result.stdout
+    assert 'missing from Log Analytics' not in result.stdout
 
 
 def test_verify_without_read_rights_does_nothing(tmp_path, fake_azure):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
+from . import launch
 from .health_sampling import HealthSampling
 from .job_nodes import JobNodes
 from .node_fit import FitsPartition
@@ -44,6 +45,5 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
     @run_before('run')
     def _add_partition_launcher_options(self):
         # e.g. ['--mpi=pmix'] on Slurm partitions whose MpiDefault is none
-        for option in self.partition_extra('launcher_options', []):
-            if option not in self.job.launcher.options:
-                self.job.launcher.options.append(option)
+        launch.add_options(self.job,
+                           self.partition_extra('launcher_options', []))

@@ -3,20 +3,7 @@ ranks are pinned to cores."""
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
-
-def binding_options(launcher: str, threads_per_task: int) -> list[str]:
-    """Launcher options that pin each rank to its own core(s); [] for a
-    launcher whose flags we do not know (the row then says so)."""
-    if launcher == 'srun':
-        # with --cpus-per-task, 'cores' pins each rank to its own cores
-        return ['--cpu-bind=cores']
-    if launcher in ('mpirun', 'mpiexec'):
-        # Open MPI's spelling (HPC-X and Debian's mpirun are Open MPI)
-        if threads_per_task > 1:
-            return ['--map-by', f'slot:PE={threads_per_task}',
-                    '--bind-to', 'core']
-        return ['--bind-to', 'core']
-    return []
+from . import launch
 
 
 class NodeLayout(rfm.RegressionTestPlugin):
@@ -46,8 +33,7 @@ class NodeLayout(rfm.RegressionTestPlugin):
     def _bind_ranks(self):
         if not self.bind_ranks:
             return
-        options = binding_options(self.job.launcher.registered_name,
-                                  self.threads_per_task)
-        for option in options:
-            self.job.launcher.options.append(option)
+        options = launch.binding_options(self.job.launcher.registered_name,
+                                         'core', self.threads_per_task)
+        launch.add_options(self.job, options)
         self.rank_binding = ' '.join(options) or 'launcher default'

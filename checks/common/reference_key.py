@@ -8,9 +8,12 @@ options such as ``-q`` or ``-D``), the node count and the fabric. It is
 stored on every row (``reference_key``), so a published reference and a
 site baseline built from the store are found the same way.
 
-    >>> reference_key('triad_bw', 'HB176rs_v4',
+    >>> reference_key('triad_bw', 'SKU_v1',
     ...               {'threads': 176, 'array_size': 400000000})
-    'triad_bw|HB176rs_v4|array_size=400000000,threads=176|1n|-'
+    'triad_bw|SKU_v1|array_size=400000000,threads=176|1n|-'
+
+(the SKU names themselves live in config/systems/sku_facts.yaml and the
+reference data).
 """
 from __future__ import annotations
 
@@ -62,3 +65,44 @@ def local_sku(system: str | None, partition: str | None) -> str:
     machine): its own ``system:partition``, so its baseline never leaks into
     a real SKU's references."""
     return f'{system or "unknown"}:{partition or "default"}'
+
+
+#: What changes each check family's number, i.e. the method fields its keys
+#: carry: every reference entry of checks/references/<family>.yaml names
+#: them all (or lists those its source does not state under ``unstated``),
+#: and every run of the family's checks fills them. ``identity`` fields
+#: name *what* is measured: a reference that differs in one of them is
+#: another measurement and is not even shown; one that differs only in the
+#: others is shown beside the run, without a verdict.
+FINGERPRINTS = {
+    'stream': {'fields': ('array_size', 'ntimes', 'threads', 'places',
+                          'ranks'),
+               'identity': ()},
+    'perftest': {'fields': ('test', 'size', 'bidir', 'gdr', 'layout', 'qps',
+                            'duration', 'all_hcas'),
+                 'identity': ('test', 'bidir', 'gdr', 'layout')},
+    'nccl': {'fields': ('collective', 'size'), 'identity': ('collective',)},
+    'osu': {'fields': ('test', 'size', 'ranks_per_node', 'buffer'),
+            'identity': ('test', 'buffer')},
+    'hpl': {'fields': ('ranks_per_node', 'threads_per_rank', 'nb'),
+            'identity': ()},
+    'hpcg': {'fields': ('nx', 'ny', 'nz', 'runtime', 'ranks_per_node',
+                        'threads_per_rank'), 'identity': ()},
+    'hpcc': {'fields': ('problem_size', 'ranks_per_node'), 'identity': ()},
+    'ior': {'fields': ('api', 'block_size', 'transfer_size', 'segments',
+                       'file_per_process', 'direct_io', 'tasks_per_node'),
+            'identity': ('api',)},
+    'mpi_stage': {'fields': ('file_size_mib',), 'identity': ()},
+}
+
+#: The key parts beside the method that a reference entry may leave
+#: unstated (a figure published "multi-node" without a node count).
+KEY_PARTS = ('nodes', 'fabric')
+
+
+def fingerprint_fields(family: str) -> tuple[str, ...]:
+    return FINGERPRINTS.get(family, {}).get('fields', ())
+
+
+def identity_fields(family: str) -> tuple[str, ...]:
+    return FINGERPRINTS.get(family, {}).get('identity', ())

@@ -1,18 +1,34 @@
-"""Fill a test's ReFrame ``reference`` from the partition's VM SKU."""
+"""Fill a test's ReFrame ``reference`` from the partition's VM SKU, through
+the one lookup every check uses (:func:`references.find`).
+
+Each check says how it measured (:meth:`SkuReferences.reference_method`:
+its method fingerprint, see reference_key.FINGERPRINTS), on how many nodes
+and over which fabric; every metric then gets its reference key, stored on
+its row (``reference_key``), and the reference with the same key judges it.
+A reference measured otherwise is shown without a verdict (the metric's
+``reference_differences`` say how), and so is every reference of a run
+with ``no_verdict_reasons``.
+"""
 from __future__ import annotations
+
+import json
+import os
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
 from . import references
+from .reference_key import local_sku, reference_key
+
+
+#: Written in the stage directory by every check: each perf variable's key
+#: and what it found (scripts/reference_table.py reads it after a dry run).
+KEYS_FILE = 'clusterproof_reference_keys.json'
 
 
 class SkuReferences(rfm.RegressionTestPlugin):
     #: Data file checks/references/<family>.yaml
     reference_family = variable(str, value='')
-
-    #: Entry under each SKU in that file
-    reference_key = variable(str, value='')
 
     #: Why this run must not be judged (another method than the reference's,
     #: a smoke size...): any reason keeps the references without thresholds,
@@ -23,49 +39,111 @@ class SkuReferences(rfm.RegressionTestPlugin):
     #: their per-node peak is multiplied by the test's num_nodes.
     peaks_scale_with_nodes = variable(typ.List[str], value=[])
 
+    #: Perf variable -> its reference key (filled by the check; stored on
+    #: the row as ``reference_key``).
+    metric_reference_keys = variable(typ.Dict[str, str], value={})
+
+    #: Perf variable -> why the reference shown beside it does not judge
+    #: it (how the methods differ, what the source leaves unstated).
+    reference_differences = variable(typ.Dict[str, typ.List[str]],
+                                     value={})
+
     def vm_sku(self) -> str:
         """The SKU the node reported after the run (vm_size.py), else the
         one its partition declares."""
         return (getattr(self, 'vm_sku_observed', '')
                 or self.current_partition.extras.get('vm_sku', ''))
 
+    def key_sku(self) -> str:
+        """The SKU part of the keys: the VM SKU, else system:partition."""
+        return references.short_sku(self.vm_sku()) or local_sku(
+            self.current_system.name, self.current_partition.name)
+
+    # -- what a check says about its run (override) -------------------------
+    def reference_method(self) -> dict:
+        """The run's method fingerprint (reference_key.FINGERPRINTS)."""
+        return {}
+
+    def reference_nodes(self) -> int:
+        return int(getattr(self, 'num_nodes', 1) or 1)
+
+    def reference_fabric(self) -> str | None:
+        return None
+
+    def peak_factor(self) -> tuple[float, str]:
+        """What a peak is multiplied by for this run, and why (2 for a
+        bidirectional perftest, whose figure sums both directions)."""
+        return 1, ''
+
+    def reference_metrics(self) -> dict[str, str]:
+        """Perf variable -> the metric it is a value of."""
+        devices = getattr(self, 'metric_devices', {})
+        found = {}
+        for var in getattr(self, 'perf_metrics', {}):
+            device = devices.get(var)
+            found[var] = (var[:-len(device) - 1]
+                          if device and var.endswith(f'_{device}') else var)
+        return found
+
+    # -- the lookup ---------------------------------------------------------
     @run_before('performance')
     def _set_sku_references(self):
         if not self.reference_family:
             return
+        self._set_peaks()
+        method = self.reference_method()
+        nodes, fabric = self.reference_nodes(), self.reference_fabric()
+        target = self.current_partition.fullname
+        table = dict(self.reference.get(target, {}))
+        sources = dict(getattr(self, 'reference_sources', {}))
+        found = {}
+        for var, metric in self.reference_metrics().items():
+            self.metric_reference_keys[var] = reference_key(
+                metric, self.key_sku(), method, nodes, fabric)
+            match = references.find(self.reference_family, metric,
+                                    self.vm_sku(), method, nodes, fabric)
+            found[var] = {'key': self.metric_reference_keys[var],
+                          'reference': match and match.label,
+                          'same_method': bool(match and match.same_method)}
+            if match is None or var in table:
+                continue
+            ref = match.reference
+            judged = match.same_method
+            table[var] = (ref.value, ref.lower if judged else None,
+                          ref.upper if judged else None, ref.unit)
+            sources.setdefault(var, ref.source)
+            if not judged:
+                self.reference_differences[var] = [
+                    *match.differences,
+                    *(f'{name} not stated by the source'
+                      for name in match.unstated)]
+        if self.no_verdict_reasons:
+            table = {name: (ref[0], None, None, ref[3])
+                     for name, ref in table.items()}
+        if table:
+            self.reference = {**self.reference, target: table}
+        self.reference_sources = sources
+        self._write_keys(found)
+
+    def _write_keys(self, found: dict) -> None:
+        if self.stagedir and os.path.isdir(self.stagedir):
+            with open(os.path.join(self.stagedir, KEYS_FILE), 'w') as fp:
+                json.dump({'test': self.display_name,
+                           'family': self.reference_family,
+                           'no_verdict_reasons': self.no_verdict_reasons,
+                           'metrics': found}, fp, indent=1, sort_keys=True)
+
+    def _set_peaks(self):
         peaks = references.lookup_peaks(self.reference_family, self.vm_sku())
         nodes = getattr(self, 'num_nodes', 1)
+        factor, why = self.peak_factor()
         scaled = {name for name in peaks
                   if name in self.peaks_scale_with_nodes and nodes > 1}
         self.metric_peaks = {
-            name: peak.value * (nodes if name in scaled else 1)
+            name: peak.value * factor * (nodes if name in scaled else 1)
             for name, peak in peaks.items()}
         self.peak_sources = {
             name: peak.describe() + (f'; x {nodes} nodes'
                                      if name in scaled else '')
+            + (f' x {factor:g} {why}' if factor != 1 else '')
             for name, peak in peaks.items()}
-        found = references.lookup(self.reference_family,
-                                  self.reference_key or self.reference_family,
-                                  self.vm_sku())
-        if not found:
-            return
-        self.reference_sources = {name: ref.source
-                                  for name, ref in found.items()}
-        target = self.current_partition.fullname
-        table = dict(self.reference.get(target, {}))
-        for name, ref in found.items():
-            table.setdefault(name, ref.as_reframe())
-        if self.no_verdict_reasons:
-            table = {name: (ref[0], None, None, ref[3])
-                     for name, ref in table.items()}
-        self.reference = {**self.reference, target: table}
-
-    def merge_references(self, entries: dict, sources: dict) -> None:
-        """Add ReFrame reference tuples (name -> (value, lower, upper,
-        unit)) for this partition and where each comes from, keeping any
-        the test already holds."""
-        target = self.current_partition.fullname
-        table = {**entries, **self.reference.get(target, {})}
-        if table:
-            self.reference = {**self.reference, target: table}
-        self.reference_sources = {**sources, **self.reference_sources}

@@ -95,6 +95,10 @@ class HpccBase(BenchmarkTest, NodeLayout, SizeProfile):
                                  self.perf_metrics.items()
                                  if 'PingPong' not in name}
 
+    def reference_method(self) -> dict:
+        return {'problem_size': self.problem_size,
+                'ranks_per_node': self.num_tasks_per_node}
+
     def expected_seconds(self) -> float:
         # HPL dominates; the other tests take about as long again.
         rate = GFLOPS_PER_RANK * self.num_tasks

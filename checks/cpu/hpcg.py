@@ -41,7 +41,6 @@ class HpcgCheck(BenchmarkTest, NodeLayout, SizeProfile):
     parsed_stream = 'HPCG-Benchmark*'
     perf_metrics = {'gflops': 'GFLOP/s'}
     reference_family = 'hpcg'
-    reference_key = 'hpcg'
     tool_binary = 'xhpcg'
     tool_hint = HINT
     peaks_scale_with_nodes = ['gflops']
@@ -67,6 +66,12 @@ class HpcgCheck(BenchmarkTest, NodeLayout, SizeProfile):
 
     def expected_seconds(self) -> float:
         return self.runtime + SETUP_SECONDS
+
+    def reference_method(self) -> dict:
+        return {'nx': self.nx, 'ny': self.ny, 'nz': self.nz,
+                'runtime': self.runtime,
+                'ranks_per_node': self.num_tasks_per_node,
+                'threads_per_rank': self.threads_per_task}
 
     @run_before('run')
     def set_input(self):

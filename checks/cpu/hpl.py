@@ -2,7 +2,12 @@
 
 The job writes its own HPL.dat: one problem whose N fills a fraction of the
 nodes' memory (or a given N), one NB chosen for the BLAS the binary uses,
-and the squarest P x Q grid of the MPI tasks, each rank pinned to its core.
+and the squarest P x Q grid of the MPI tasks, each rank pinned to its
+core(s). Where a published recipe gives the SKU's layout (Azure/
+woc-benchmarking for HBv2/HBv3/HBv4: ranks per L3 domain with threaded
+BLIS, its P x Q and NB; config/systems/sku_facts.yaml) it is the default;
+elsewhere (HBv5, HX) ranks are flat, one per core, and the row says so
+(``layout_source``).
 The run passes when every residual check says PASSED and every result row
 is a problem the HPL.dat asked for; the best row is the result. Its
 efficiency is given against the SKU's FP64 Rpeak (checks/references/
@@ -13,6 +18,7 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from ..common import references
@@ -44,7 +50,6 @@ class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
     parser_tool = 'hpl'
     perf_metrics = {'gflops': 'Gflops'}
     reference_family = 'hpl'
-    reference_key = 'hpl'
     peaks_scale_with_nodes = ['gflops']
     tool_binary = 'xhpl'
     tool_hint = HINT
@@ -61,7 +66,37 @@ class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
     memory_fraction = variable(float, value=0.8)
     recorded_variables = ['n', 'nb', 'blas_family', 'memory_fraction',
                           'num_nodes', 'tasks_per_node', 'threads_per_task',
-                          'rank_binding', 'size_profile']
+                          'rank_binding', 'layout_source', 'size_profile']
+
+    #: Where a published recipe gives the SKU's layout (extras
+    #: ['hpl_layout'], config/systems/sku_facts.yaml: ranks and OpenMP
+    #: threads per node, P x Q and NB of one VM), run it; False = flat.
+    follow_recipe = variable(typ.Bool, value=True)
+    #: What the layout follows (recorded with the result)
+    layout_source = variable(str, value='')
+
+    @run_after('setup')
+    def apply_published_layout(self):
+        recipe = self.partition_extra('hpl_layout')
+        if self.tasks_per_node or self.threads_per_task != 1:
+            self.layout_source = 'as given (-S tasks_per_node/threads_per_task)'
+            return
+        if not (recipe and self.follow_recipe):
+            self.layout_source = ('flat: one rank per core (no published '
+                                  'recipe for this SKU)' if not recipe
+                                  else 'flat: one rank per core (-S '
+                                  'follow_recipe=false)')
+            return
+        self.threads_per_task = recipe['threads_per_task']
+        self.num_tasks_per_node = recipe['tasks_per_node']
+        self.num_tasks = self.num_nodes * self.num_tasks_per_node
+        self.num_cpus_per_task = self.threads_per_task
+        partition_blas = self.partition_extra('blas_family', '')
+        if not self.nb and self.blas_family in ('', partition_blas):
+            self.nb = recipe['nb']     # the recipe's BLAS (AMD BLIS)
+        self.layout_source = 'published recipe: ' + (
+            self.partition_extra('fact_sources', {}).get('hpl_layout')
+            or 'extras hpl_layout')
 
     @run_after('setup')
     def set_sizes_and_checks(self):
@@ -74,7 +109,15 @@ class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
         if not self.n and self.is_smoke():
             self.n = SMOKE_N - SMOKE_N % self.nb
 
+    def reference_method(self) -> dict:
+        return {'ranks_per_node': self.num_tasks_per_node,
+                'threads_per_rank': self.threads_per_task, 'nb': self.nb}
+
     def grid(self) -> tuple[int, int]:
+        recipe = self.partition_extra('hpl_layout') or {}
+        if (self.layout_source.startswith('published recipe')
+                and self.num_nodes == 1):
+            return recipe['p'], recipe['q']
         return hpl_input.process_grid(self.num_tasks)
 
     def planned_order(self) -> int:

@@ -14,35 +14,17 @@ and each array at least four times the last-level cache (STREAM's rule);
 where the SKU's cache is published, a binary built too small fails with the
 size to rebuild with.
 """
-import fnmatch
-
 import reframe as rfm
 import reframe.utility.typecheck as typ
-from reframe.core.backends import getlauncher
 
+from ..common import launch
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackStream
 from ..common.layout import NodeLayout
 from ..common import references
-from ..common.references import short_sku
 from . import stream_method
 
 BYTES_PER_ELEMENT = 8
-
-# Last-level cache per VM as Azure publishes it (MicrosoftDocs/azure-docs,
-# articles/virtual-machines: HBv4-series and HX-series "2.3 GB L3 cache";
-# HBv3-series "1.536 GB total per VM").
-PUBLISHED_L3_BYTES = {
-    'HB176*_v4': 2.3e9,
-    'HX176*': 2.3e9,
-    'HB120*_v3': 1.536e9,
-}
-
-# No L3 size is published for HBv5; the HBv5 post ran STREAM with a data
-# size of 2,621,440,000 bytes (read here as the size of each array).
-PUBLISHED_RUN_ELEMENTS = {
-    'HB368*_v5': 2_621_440_000 // BYTES_PER_ELEMENT,
-}
 
 HINT = ('Spack: spack install stream +openmp stream_array_size=N, then '
         'spack load stream (binary stream_c.exe); or build '
@@ -60,23 +42,17 @@ MPI_HINT = ('build Versions/stream_mpi.c of github.com/jeffhammond/STREAM: '
             'ranks: at least 4x the L3 of all nodes in 8-byte words)')
 
 
-def _for_sku(table: dict, vm_sku: str):
-    sku = short_sku(vm_sku)
-    for pattern, value in table.items():
-        if fnmatch.fnmatchcase(sku, pattern):
-            return value
-    return None
-
-
-def minimum_array_elements(vm_sku: str, nodes: int = 1) -> int | None:
-    """Elements per array that dwarf the caches of ``nodes`` nodes of this
-    SKU, or None where nothing is published."""
-    l3_bytes = _for_sku(PUBLISHED_L3_BYTES, vm_sku)
-    if l3_bytes is not None:
+def minimum_array_elements(l3_bytes: float | None, nodes: int = 1,
+                           reference_elements: int | None = None
+                           ) -> int | None:
+    """Elements per array that dwarf the caches of ``nodes`` nodes (4x
+    their last-level cache, STREAM's rule), or, where no cache size is
+    published, the array size of the SKU's own reference run; None where
+    neither is known."""
+    if l3_bytes:
         return -(-int(4 * l3_bytes * nodes) // BYTES_PER_ELEMENT)
-    run_elements = _for_sku(PUBLISHED_RUN_ELEMENTS, vm_sku)
-    if run_elements is not None:
-        return run_elements * nodes
+    if reference_elements:
+        return reference_elements * nodes
     return None
 
 
@@ -85,7 +61,6 @@ class StreamBase(BenchmarkTest):
     perf_metrics = {'copy_bw': 'MB/s', 'scale_bw': 'MB/s', 'add_bw': 'MB/s',
                     'triad_bw': 'MB/s'}
     reference_family = 'stream'
-    reference_key = 'stream'
     expected_runtime_s = 120
 
     #: Elements per array (for MPI: of the whole array) the binary must
@@ -100,16 +75,19 @@ class StreamBase(BenchmarkTest):
     #: How the binary was built, as you know it (recorded with the result).
     stream_build = variable(str, value='')
 
-    #: Filled by the check: how the reference was measured, how this run
-    #: was, and how they differ (empty: the run may be judged).
-    reference_method = variable(typ.Dict[str, object], value={})
+    #: Filled by the check: the reference's method (stream.yaml) where the
+    #: run follows one, the run's fingerprint, and the OpenMP settings in
+    #: which it departs from the reference's run.
+    reference_method_entry = variable(typ.Dict[str, object], value={})
     measured_method = variable(typ.Dict[str, object], value={})
     method_differences = variable(typ.List[str], value=[])
 
     def required_array_size(self, nodes: int = 1) -> int | None:
         if self.array_size:
             return self.array_size
-        return minimum_array_elements(self.vm_sku(), nodes)
+        reference = (self.sku_method().get('method') or {}).get('array_size')
+        return minimum_array_elements(self.partition_extra('l3_bytes'),
+                                      nodes, reference)
 
     def openmp_env(self, threads: int) -> dict:
         # As in the HBv5 post: one thread per core, pinned
@@ -117,21 +95,44 @@ class StreamBase(BenchmarkTest):
                 'OMP_PLACES': 'cores'}
 
     def sku_method(self) -> dict:
-        return references.lookup_method(self.reference_family,
-                                        self.reference_key, self.vm_sku())
+        """The first reference entry of the SKU that says how it was
+        measured (method, env, build, source), or {}."""
+        for entry in references.entries(self.reference_family,
+                                        self.vm_sku()).values():
+            if entry.get('method'):
+                return entry
+        return {}
+
+    def ranks(self) -> int:
+        return 1
+
+    def planned_fingerprint(self) -> dict:
+        """What the run is set up to be (a dry run has nothing else)."""
+        planned = dict(self.reference_method_entry.get('method') or {})
+        planned.update({'threads': int(self.env_vars['OMP_NUM_THREADS']),
+                        'places': stream_method.places_label(
+                            self.env_vars.get('OMP_PLACES')),
+                        'ranks': self.ranks()})
+        return planned
+
+    def reference_method(self) -> dict:
+        result = self.parsed()
+        if not result.details.get('kernels'):
+            return self.planned_fingerprint()
+        return stream_method.run_fingerprint(result.details, self.env_vars,
+                                             self.ranks())
 
     @run_after('sanity')
     def judge_only_the_same_method(self):
-        """A run measured another way than the reference is shown beside it
-        without a verdict."""
-        result = self.parsed()
-        self.measured_method = stream_method.run_method(
-            result.details, self.env_vars, self.stream_build)
-        self.method_differences = stream_method.differences(
-            self.reference_method, self.measured_method)
+        """OpenMP settings the key does not hold must match too."""
+        self.measured_method = self.reference_method()
+        self.method_differences = stream_method.env_differences(
+            self.reference_method_entry.get('env') or {}, self.env_vars)
         if self.method_differences:
-            self.no_verdict_reasons = [*self.no_verdict_reasons,
-                                       'method differs from the reference\'s']
+            self.no_verdict_reasons = [
+                *self.no_verdict_reasons,
+                'OpenMP settings differ from the reference\'s: '
+                + '; '.join(self.method_differences)]
 
 
 @rfm.simple_test
@@ -154,12 +155,11 @@ class StreamCheck(StreamBase):
     @run_after('setup')
     def set_threads(self):
         cores = self.partition_extra('cores_per_node', 1)
-        # Compared with the run in any case; followed only when asked.
-        self.reference_method = self.sku_method()
-        method = (self.reference_method if self.follow_reference_method
-                  else {})
+        method = self.sku_method() if self.follow_reference_method else {}
+        self.reference_method_entry = method
         if not self.num_threads:
-            self.num_threads = method.get('threads') or cores
+            self.num_threads = (method.get('method') or {}).get(
+                'threads') or cores
         self.num_tasks = 1
         # The process owns the node; OMP_PLACES says where threads go.
         self.num_cpus_per_task = max(cores, self.num_threads)
@@ -176,8 +176,7 @@ class StreamCheck(StreamBase):
     def run_as_one_process(self):
         # mpirun would bind the single process to one core and squeeze every
         # thread onto it; srun keeps --cpus-per-task, so it stays.
-        if self.job.launcher.registered_name == 'mpirun':
-            self.job.launcher = getlauncher('local')()
+        launch.single_process(self.job)
 
 
 @rfm.simple_test
@@ -193,6 +192,9 @@ class StreamMpiCheck(StreamBase, NodeLayout):
                           'threads_per_task', 'measured_method',
                           'method_differences']
 
+    def ranks(self) -> int:
+        return self.num_tasks
+
     @run_after('setup')
     def set_threads_and_checks(self):
         self.env_vars.update(self.openmp_env(self.threads_per_task))
@@ -201,9 +203,9 @@ class StreamMpiCheck(StreamBase, NodeLayout):
             'min_array_elements': self.required_array_size(self.num_nodes),
             'expected_ranks': self.num_tasks,
         }
-        if self.num_nodes != 1:
-            # The SKU references are per node; an aggregate has none.
-            self.reference_family = ''
+        # The aggregate of N nodes: its key says N nodes, so it finds no
+        # per-node reference; the per-node peaks add up.
+        self.peaks_scale_with_nodes = list(self.perf_metrics)
 
 
 @rfm.simple_test

@@ -7,9 +7,10 @@ extras['nccl_env_multinode'] across VMs; config/systems/nccl_recipes.py
 names the recipe of each variable), the first topology file of
 extras['nccl_topo_files'] that exists on the node (recorded with the
 result as nccl_topo_file), and its GPU order (extras['gpu_binding'] ->
-CUDA_VISIBLE_DEVICES), each rank bound to its NUMA domain (--cpu-bind=ldoms;
-with block distribution this mirrors the `mpirun --map-by ppr:8:node
---bind-to numa` line of the GPU/IB monitoring post).
+CUDA_VISIBLE_DEVICES), each rank bound to its NUMA domain (srun
+--distribution=block:block --cpu-bind=ldoms, see common/launch.py: the
+`mpirun --map-by ppr:8:node --bind-to numa` line of the GPU/IB monitoring
+post).
 
 Only partitions with the 'gpu' feature (gpus_per_node > 0) run it. The
 parser fails the run when it shows fewer ranks than the job asked for.
@@ -19,8 +20,8 @@ subsystems INIT and NET) and the run fails, with the reason, unless the log
 shows the expected fabric: NVLink (P2P or NVLS, nothing through host memory
 or the network) on one VM; InfiniBand with GPUDirect RDMA on every
 inter-node channel across VMs (or multi-node NVLink where the partition or
--S fabric=mnnvl says so). References are keyed by collective, largest size,
-node count and that fabric (see checks/references/nccl.yaml).
+-S fabric=mnnvl says so). The reference key holds the collective, the
+largest size, the node count and that fabric (checks/references/nccl.yaml).
 
 The GPU order (extras['gpu_binding']) is set inside the job step, on the
 command line (``env CUDA_VISIBLE_DEVICES=... all_reduce_perf ...``): srun
@@ -33,7 +34,7 @@ import shlex
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
-from ..common import references
+from ..common import launch
 from ..common.benchmark import BenchmarkTest
 from ..parsers.nccl import FABRICS
 
@@ -90,8 +91,9 @@ class NcclBase(BenchmarkTest):
     nccl_env = variable(typ.Dict[str, str], value={})
     #: CUDA_VISIBLE_DEVICES; '' = the partition's extras['gpu_binding'].
     gpu_binding = variable(str, value='')
-    #: srun --cpu-bind value; '' leaves binding to Slurm's defaults.
-    cpu_bind = variable(str, value='ldoms')
+    #: Bind each rank to its NUMA domain ('numa'), to a core ('core'), or
+    #: leave binding to the launcher's defaults ('').
+    cpu_bind = variable(str, value='numa')
     #: Fabric the run must prove: '' = 'nvlink' on one VM, across VMs the
     #: partition's extras['nccl_multinode_fabric'] or 'ib'; 'mnnvl' for
     #: multi-node NVLink (GB200/GB300 in one rack); 'off' = don't check.
@@ -123,13 +125,17 @@ class NcclBase(BenchmarkTest):
             return 'nvlink'
         return self.partition_extra('nccl_multinode_fabric', 'ib')
 
-    def reference_name(self, nodes: str) -> str:
-        """<collective>_<largest size>_<nodes>node_<fabric>; a run without
-        a proven fabric finds no reference."""
+    def reference_method(self) -> dict:
+        return {'collective': self.collective, 'size': self.max_bytes}
+
+    def reference_nodes(self) -> int:
+        return self.node_count()
+
+    def reference_fabric(self) -> str:
+        """The fabric the run proved; a run without a proven fabric finds
+        no reference."""
         fabric = self.expected_fabric()
-        if fabric == UNCHECKED:
-            fabric = 'unproven'
-        return f'{self.collective}_{self.max_bytes}_{nodes}node_{fabric}'
+        return 'unproven' if fabric == UNCHECKED else fabric
 
     @run_after('setup')
     def set_fabric(self):
@@ -139,7 +145,6 @@ class NcclBase(BenchmarkTest):
             raise ValueError(f'fabric={fabric!r}: expected one of '
                              f'{", ".join(allowed + (UNCHECKED,))}')
         self.fabric = fabric
-        self.reference_key = self.reference_name(str(self.node_count()))
 
     @run_after('setup')
     def set_layout(self):
@@ -187,7 +192,8 @@ class NcclBase(BenchmarkTest):
     @run_before('run')
     def set_command_line(self):
         if self.cpu_bind:
-            self.job.launcher.options.append(f'--cpu-bind={self.cpu_bind}')
+            launch.add_options(self.job, launch.binding_options(
+                self.job.launcher.registered_name, self.cpu_bind))
         options = [
             '-b', self.min_bytes, '-e', self.max_bytes,
             '-f', str(self.step_factor), '-g', str(self.gpus_per_rank),
@@ -199,21 +205,6 @@ class NcclBase(BenchmarkTest):
             options = [f'CUDA_VISIBLE_DEVICES={binding}',
                        self.tool_binary] + options
         self.executable_opts = options
-
-    @run_before('performance')
-    def add_references_without_node_count(self):
-        """Figures published for "multi-node" without a node count are
-        shown beside the result, never judged (no tolerance)."""
-        if not self.multinode or references.lookup(
-                'nccl', self.reference_key, self.vm_sku()):
-            return
-        found = references.lookup('nccl', self.reference_name('multi'),
-                                  self.vm_sku())
-        self.merge_references(
-            {name: (ref.value, None, None, ref.unit)
-             for name, ref in found.items()},
-            {name: ref.source for name, ref in found.items()})
-
 
 @rfm.simple_test
 class NcclSingleNode(NcclBase):

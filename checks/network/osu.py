@@ -60,7 +60,6 @@ class OsuBase(BenchmarkTest, NodeLayout):
             self.valid_systems = ['+gpu']
             self.tags = self.tags | {'gpu'}
             self.num_gpus_per_node = 1
-        self.reference_key = self.benchmark
         if not self.tool_binary:
             self.tool_binary = (os.path.join(self.osu_dir, self.benchmark)
                                 if self.osu_dir else self.benchmark)
@@ -68,6 +67,13 @@ class OsuBase(BenchmarkTest, NodeLayout):
             self.perf_metrics = {'bandwidth': 'MB/s'}
         else:
             self.perf_metrics = {'latency': 'us'}
+
+    def reference_method(self) -> dict:
+        kind = 'bandwidth' if 'bandwidth' in self.perf_metrics else 'latency'
+        size = self.message_size or osu.DEFAULT_SIZE[kind]
+        return {'test': self.benchmark, 'size': size,
+                'ranks_per_node': self.num_tasks_per_node,
+                'buffer': self.buffer}
 
     @run_after('setup')
     def set_hpcx_path(self):
@@ -120,24 +126,79 @@ class OsuBase(BenchmarkTest, NodeLayout):
 class OsuPointToPoint(OsuBase):
     descr = 'OSU point-to-point latency and bandwidth between two nodes'
     benchmark = parameter(['osu_latency', 'osu_bw', 'osu_bibw'])
-    # one rank on each of two nodes
+    # one rank on each of two nodes, pinned to its core
     num_nodes = 2
     tasks_per_node = 1
+    bind_ranks = True
     tags = {'network', 'daily', 'acceptance'}
+    #: The HCA the pair talks over (UCX_NET_DEVICES=<hca>:1): '' = the
+    #: partition's first where it has several (the row's device says
+    #: which); on single-HCA partitions UCX's own choice.
+    hca = variable(str, value='')
+    recorded_variables = ['message_size', 'buffer', 'hca', 'rank_binding']
+
+    @run_after('setup')
+    def choose_hca(self):
+        hcas = self.partition_extra('ib_hcas', [])
+        if not self.hca and len(hcas) > 1:
+            self.hca = hcas[0]
+        if self.hca:
+            self.env_vars['UCX_NET_DEVICES'] = f'{self.hca}:1'
+            self.metric_devices = {name: self.hca
+                                   for name in self.perf_metrics}
 
 
 @rfm.simple_test
 class OsuCollective(OsuBase):
-    descr = 'OSU collective latency across nodes'
+    """Every core of each node is a rank (a collective of one rank per node
+    would be point-to-point traffic), pinned to its core; OMB validates
+    each result (-c) with a datatype whose reduction it checks exactly
+    (GPU buffers: one rank per GPU):
+    OMB 7.4's default MPI_CHAR fails its own check at 16 B where MPI_INT
+    passes (tests/data/osu/PROVENANCE-built-here.md)."""
+    descr = 'OSU collective latency across nodes, every core a rank'
     benchmark = parameter(['osu_allreduce', 'osu_alltoall'])
     num_nodes = 2
-    tasks_per_node = 1
+    #: 0 = one rank per core (the partition's cores_per_node)
+    tasks_per_node = 0
+    bind_ranks = True
+    #: OMB's warm-up and measured iterations (-x, -i)
+    warmup_iterations = variable(int, value=100)
+    iterations = variable(int, value=1000)
+    #: OMB's validation (-c); the run fails on any row not saying Pass
+    validate = variable(typ.Bool, value=True)
+    #: -T: the datatype (OMB 7 or later); '' = OMB's default
+    validation_datatype = variable(str, value='mpi_int')
     recorded_variables = ['message_size', 'buffer', 'num_nodes',
-                          'tasks_per_node']
+                          'tasks_per_node', 'rank_binding',
+                          'warmup_iterations', 'iterations', 'validate',
+                          'validation_datatype']
     tags = {'network', 'acceptance'}
 
     default_max_size = COLLECTIVE_MAX_SIZE
     cuda_buffer_options = ['-d', 'cuda']
+
+    def ranks_per_node(self) -> int:
+        # GPU buffers: one rank per GPU
+        if self.buffer == 'cuda' and not self.tasks_per_node:
+            return self.partition_extra('gpus_per_node', 1)
+        return super().ranks_per_node()
+
+    @run_after('setup')
+    def one_gpu_per_rank(self):
+        if self.buffer == 'cuda':
+            self.num_gpus_per_node = self.num_tasks_per_node
+
+    @run_before('run')
+    def add_iterations_and_validation(self):
+        options = ['-x', str(self.warmup_iterations),
+                   '-i', str(self.iterations)]
+        if self.validate:
+            options.append('-c')
+            if self.validation_datatype:
+                options += ['-T', self.validation_datatype]
+            self.parser_options = {**self.parser_options, 'validated': True}
+        self.executable_opts = options + self.executable_opts
 
 
 @rfm.simple_test

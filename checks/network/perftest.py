@@ -2,7 +2,8 @@
 
 One result per HCA (``bw_avg_mlx5_ib0``, ``bw_avg_mlx5_ib1``, ...) so that a
 single bad port shows; each stored row holds the metric (``bw_avg``), the
-HCA (``device``) and the HCA's line rate as its peak. For each HCA of extras['ib_hcas'] in turn, the job
+HCA (``device``) and the HCA's line rate as its peak. For each HCA of
+extras['ib_hcas'] (in turn, or all at once), the job
 starts the server in the background, waits until it listens, runs the
 client against it and stops the server; servers left behind are killed when
 the job ends (trap). Each client writes ``<hca>.out`` in the stage
@@ -12,10 +13,13 @@ directory, each server ``<hca>.server.out``.
 - PerftestLoopback: server and client on one node, through the same HCA
   (what azurehpc-health-checks measures, so its floors apply here).
 
-Defaults follow azurehpc-health-checks: ``-F --report_gbits``, warm-up,
-GPU memory of GPU i with HCA i on GPU partitions (8 MiB messages), host
-memory with 2 QPs and 1 MiB messages elsewhere; each side bound to the NUMA
-node of its HCA. A result counts only if perftest shows it measured what was
+Defaults follow azurehpc-health-checks (customTests/azure_ib_write_bw_gdr.nhc
+and azure_ib_write_bw_non_gdr.nhc, commit 0e0a1ac): ``-F --report_gbits``,
+warm-up; on GPU partitions GPU memory of GPU i with HCA i, 8 MiB messages,
+every HCA at once; elsewhere host memory, 1 MiB messages, ``-q 2 -D 10``,
+one HCA after another; each side bound to the NUMA node of its HCA. The
+queue pairs, duration and concurrency are part of the reference key, so a
+run made otherwise is shown beside the floor, not judged by it. A result counts only if perftest shows it measured what was
 asked: GPU buffers when GPU memory was asked for, and "Link type: IB".
 
 The pair script starts its own steps (srun --overlap, scontrol,
@@ -26,10 +30,9 @@ import shlex
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
-from reframe.core.backends import getlauncher
 
 from .. import parsers
-from ..common import references
+from ..common import launch
 from ..common.benchmark import BenchmarkTest
 from ..common.parsed_output import GUARD_PREFIX
 from ..parsers import perftest as perftest_parser
@@ -40,6 +43,7 @@ SLURM_SCHEDULERS = ('slurm', 'squeue')
 GPU_MSG_SIZE = 8 * 2 ** 20
 HOST_MSG_SIZE = 2 ** 20
 HOST_QPS = 2
+HOST_DURATION_S = 10
 
 BW_METRICS = {'bw_avg': 'Gb/s', 'bw_peak': 'Gb/s'}
 LAT_METRICS = {'lat_min': 'us', 'lat_typical': 'us', 'lat_avg': 'us',
@@ -118,8 +122,10 @@ def size_label(size: int) -> str:
 
 def job_script(pairs: list[tuple[str, int, list[str]]], loopback: bool,
                timeout_s: int, listen_wait_s: int, numa_bind: bool,
-               step_options: list[str] = ()) -> str:
-    """The script that runs one server/client pair per HCA, in turn.
+               step_options: list[str] = (), concurrent: bool = False) -> str:
+    """The script that runs one server/client pair per HCA, in turn, or
+    all of them at once (``concurrent``: each pair in the background, then
+    wait for all).
 
     ``pairs``: (hca, port, command) with the command both sides run; the
     client gets the server's host name appended. ``step_options`` go to
@@ -138,7 +144,10 @@ def job_script(pairs: list[tuple[str, int, list[str]]], loopback: bool,
              _HELPERS.strip('\n')]
     for hca, port, command in pairs:
         lines.append(f'pair {shlex.quote(hca)} {port} '
-                     + ' '.join(shlex.quote(arg) for arg in command))
+                     + ' '.join(shlex.quote(arg) for arg in command)
+                     + (' &' if concurrent else ''))
+    if concurrent:
+        lines.append('wait')
     return '\n'.join(lines) + '\n'
 
 
@@ -177,6 +186,7 @@ class PerftestBase(BenchmarkTest):
     tool_is_executable = False
     valid_prog_environs = ['builtin']  # no MPI: perftest talks TCP itself
     tags = {'network', 'acceptance'}
+    reference_family = 'perftest'
     expected_runtime_s = 120   # per-HCA sweeps, one after the other
 
     benchmark = parameter(['ib_write_bw', 'ib_send_bw', 'ib_send_lat'])
@@ -197,7 +207,9 @@ class PerftestBase(BenchmarkTest):
     #: 0 = 2 QPs for host-memory bandwidth, perftest's default otherwise.
     qps = variable(int, value=0)
     #: -D seconds (bandwidth tests); perftest then measures no peak.
-    duration = variable(int, value=0)
+    #: -1 = 10 s for host-memory bandwidth (the health checks' -D 10), none
+    #: otherwise (a fixed iteration count, as their GDR test runs).
+    duration = variable(int, value=-1)
     base_port = variable(int, value=18515)
     numa_bind = variable(bool, value=True)
     #: perftest's "Link type" every HCA must show ('' = any; RoCE says
@@ -208,8 +220,13 @@ class PerftestBase(BenchmarkTest):
     #: Seconds to wait for a server to listen before giving up on its HCA.
     listen_wait = variable(int, value=60)
     extra_options = variable(typ.List[str], value=[])
+    #: Run every HCA's pair at once ('auto' = bandwidth with GPU memory,
+    #: as the health checks' GDR test does; host-memory runs and latencies
+    #: go one HCA after another); 'on' or 'off' to force.
+    all_hcas_at_once = variable(str, value='auto')
     recorded_variables = ['benchmark', 'bidirectional', 'all_sizes',
-                          'msg_size', 'qps', 'gpu_memory', 'link_type']
+                          'msg_size', 'qps', 'duration', 'gpu_memory',
+                          'link_type', 'all_hcas_at_once']
 
     loopback = False
 
@@ -234,16 +251,43 @@ class PerftestBase(BenchmarkTest):
             return self.msg_size
         return GPU_MSG_SIZE if self.uses_gpu_memory() else HOST_MSG_SIZE
 
-    def reference_name(self) -> str:
+    def seconds(self) -> int:
+        """-D as run (0: a fixed iteration count)."""
+        if self.is_latency():
+            return 0
+        if self.duration >= 0:
+            return self.duration
+        if self.uses_gpu_memory() or self.all_sizes:
+            return 0   # perftest's -a sweep runs a fixed count per size
+        return HOST_DURATION_S
+
+    def concurrent(self) -> bool:
+        if self.all_hcas_at_once == 'auto':
+            # latencies are measured one HCA at a time
+            return self.uses_gpu_memory() and not self.is_latency()
+        return self.all_hcas_at_once == 'on'
+
+    def queue_pairs(self) -> int:
+        """-q as run (0: not given, perftest's default of 1)."""
+        if self.is_latency():
+            return 0
+        return self.qps or (0 if self.uses_gpu_memory() else HOST_QPS)
+
+    def reference_method(self) -> dict:
         size = 'all' if self.all_sizes else size_label(self.message_size()
                                                          or 2)
-        parts = [self.benchmark, size]
-        if self.bidirectional:
-            parts.append('bidir')
-        if self.uses_gpu_memory():
-            parts.append('gdr')
-        parts.append('loopback' if self.loopback else '2node')
-        return '_'.join(parts)
+        return {'test': self.benchmark, 'size': size,
+                'bidir': self.bidirectional, 'gdr': self.uses_gpu_memory(),
+                'layout': 'loopback' if self.loopback else '2node',
+                'qps': self.queue_pairs() or 1,
+                'duration': self.seconds(),
+                'all_hcas': self.concurrent()}
+
+    def reference_nodes(self) -> int:
+        return 1 if self.loopback else 2
+
+    def peak_factor(self):
+        return (2, 'directions (-b)') if self.bidirectional else (1, '')
 
     @run_after('setup')
     def set_layout(self):
@@ -263,7 +307,7 @@ class PerftestBase(BenchmarkTest):
             gpus = self.partition_extra('gpus_per_node', 0)
             self.num_gpus_per_node = gpus  # the partition's _rfm_gpu
         metrics = LAT_METRICS if self.is_latency() else dict(BW_METRICS)
-        if self.duration and not self.is_latency():
+        if self.seconds():
             metrics.pop('bw_peak')
         self.keep_files = [SCRIPT] + [f'{hca}{suffix}'
                                       for hca in self.hca_list()
@@ -284,13 +328,13 @@ class PerftestBase(BenchmarkTest):
             options += ['-s', str(self.message_size())]
         if not self.is_latency():
             options += ['--report_gbits', '--perform_warm_up']
-            qps = self.qps or (0 if self.uses_gpu_memory() else HOST_QPS)
+            qps = self.queue_pairs()
             if qps:
                 options += ['-q', str(qps)]
             if self.bidirectional:
                 options.append('-b')
-            if self.duration:
-                options += ['-D', str(self.duration)]
+            if self.seconds():
+                options += ['-D', str(self.seconds())]
         if self.uses_gpu_memory():
             options.append(f'--use_cuda={index}')
         return options + self.extra_options
@@ -313,9 +357,9 @@ class PerftestBase(BenchmarkTest):
         with open(os.path.join(self.stagedir, SCRIPT), 'w') as fp:
             fp.write(job_script(pairs, self.loopback, self.pair_timeout,
                                 self.listen_wait, self.numa_bind,
-                                self.step_options()))
+                                self.step_options(), self.concurrent()))
         # The script starts its own job steps: the batch shell runs it.
-        self.job.launcher = getlauncher('local')()
+        launch.batch_shell(self.job)
         self.executable = 'bash'
         self.executable_opts = [SCRIPT]
 
@@ -340,31 +384,6 @@ class PerftestBase(BenchmarkTest):
             cache['result'] = per_hca_result(
                 {hca: self.parse_hca(hca) for hca in self.hca_list()})
         return cache['result']
-
-    @run_before('performance')
-    def set_hca_peaks(self):
-        # peaks.yaml: the line rate of one HCA in one direction; rows split
-        # bw_avg_<hca> into bw_avg on <hca> and take the metric's peak.
-        factor = 2 if self.bidirectional else 1
-        peaks = references.lookup_peaks('perftest', self.vm_sku())
-        self.metric_peaks = {name: peak.value * factor
-                             for name, peak in peaks.items()}
-        self.peak_sources = {
-            name: peak.describe() + (' x 2 directions (-b)' if factor == 2
-                                     else '')
-            for name, peak in peaks.items()}
-
-    @run_before('performance')
-    def set_hca_references(self):
-        # checks/references/perftest.yaml holds one value per metric for
-        # the SKU; every HCA gets it.
-        found = references.lookup('perftest', self.reference_name(),
-                                  self.vm_sku())
-        per_hca = [(f'{name}_{hca}', ref) for name, ref in found.items()
-                   for hca in self.hca_list()]
-        self.merge_references({var: ref.as_reframe() for var, ref in per_hca},
-                              {var: ref.source for var, ref in per_hca})
-
 
 @rfm.simple_test
 class PerftestPair(PerftestBase):

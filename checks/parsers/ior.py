@@ -52,6 +52,11 @@ def _from_text_summary(text: str):
         if value is None:
             return None, f'summary row {op!r} has no Mean(MiB) value'
         metrics[METRIC[op]] = Metric(value, UNIT)
+        seconds = to_float(row.get('Mean(s)'))
+        if seconds is not None:
+            # what the phase moved: its mean rate times its mean time (with
+            # a stonewall, less than the size asked for, aggs(MiB))
+            details.setdefault('data_mib', {})[op] = round(value * seconds, 2)
     # An operation measured in the Results table must be summarised too.
     measured = set(_RESULT_ROW.findall(text.partition('Summary of all')[0]))
     missing = sorted(measured - rows.keys())

@@ -187,7 +187,9 @@ def _pick(curve: list[dict], kind: str, size: int | None, details: dict):
     return success(TOOL, {kind: Metric(point[kind], UNITS[kind])}, details)
 
 
-def parse(text: str, size: int | None = None):
+def parse(text: str, size: int | None = None, validated: bool = False):
+    """``validated``: the run asked for OMB's validation (-c): every row
+    must then say Pass."""
     text = strip_rank_prefixes((text or '').replace('\r', ''))
     if not text.strip():
         return failure(TOOL, 'empty output: no OSU benchmark results')
@@ -226,6 +228,11 @@ def parse(text: str, size: int | None = None):
         return failure(TOOL, 'OSU validation Fail at '
                              f"{', '.join(map(str, failed))} bytes",
                        details=details)
+    unchecked = [p['size'] for p in curve if p.get('validation') != 'Pass']
+    if validated and unchecked:
+        return failure(TOOL, 'validation (-c) was asked for, but the row '
+                             f'for {unchecked[0]} bytes does not say Pass '
+                             '(an OMB without -c support?)', details=details)
     if error and error.startswith('DATA VALIDATION ERROR'):
         return failure(TOOL, error, details=details)
     if abort:

@@ -38,6 +38,8 @@ _INT_FIELDS = {
     'array_size_per_rank': re.compile(
         r'Array size per MPI rank\s*=\s*(\d+)'),
     'mpi_ranks': re.compile(r'distributed across (\d+) MPI ranks'),
+    # NTIMES, the build's repetition count
+    'ntimes': re.compile(r'Each kernel will be executed (\d+) times'),
     'threads_requested': re.compile(
         r'Number of Threads requested(?: for each MPI rank)?\s*=\s*(\d+)'),
     'threads_counted': re.compile(

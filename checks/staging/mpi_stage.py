@@ -1,7 +1,10 @@
 """mpi-stage: stage one file from shared storage to every node's local NVMe
 with MPI broadcasts (one rank per node), then prove the no-copy path.
 
-The job runs mpi_stage twice: first with --overwrite (a real copy, whatever
+The test file is written by the job's last node (srun -w), so rank 0, on
+the first node, reads it from shared storage and not from the page cache of
+its own write; a single-node run (or one without Slurm) cannot, and is not
+judged. The job runs mpi_stage twice: first with --overwrite (a real copy, whatever
 the nodes hold), then as a job script would before every job: every node
 already holds the file, so it must finish in milliseconds without copying.
 mpi_stage writes everything to stderr; each run's goes to its own file.
@@ -17,21 +20,13 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.exceptions import SanityError
 
+from ..common import launch
 from ..common.benchmark import BenchmarkTest
 from ..common.layout import NodeLayout
 from ..common.scratch import JOB_TAG_COMMAND, job_scratch_dir
 
 FIRST_RUN = 'first.err'
 SECOND_RUN = 'second.err'
-# Launcher -> options that place one rank on each node
-ONE_RANK_PER_NODE = {
-    'srun': [],                 # --ntasks-per-node=1 is in the job script
-    'mpirun': ['--map-by', 'ppr:1:node'],
-    'mpiexec': ['--map-by', 'ppr:1:node'],
-    'local': [],
-}
-
-
 @rfm.simple_test
 class MpiStageCheck(BenchmarkTest, NodeLayout):
     descr = 'mpi-stage: shared storage to local NVMe on N nodes, and no-copy'
@@ -43,7 +38,6 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
                  'mpi/hpcx), then -S tool_binary=/path/to/mpi_stage')
     perf_metrics = {'bandwidth': 'MiB/s', 'copy_time': 's', 'total_time': 's'}
     reference_family = 'mpi_stage'
-    reference_key = 'mpi_stage'
     tags = {'storage', 'acceptance'}
     expected_runtime_s = 300
 
@@ -57,7 +51,11 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
     source_file = variable(str, value='')
     #: The no-copy run must finish within this many seconds.
     no_copy_limit_s = variable(float, value=1.0)
-    recorded_variables = ['num_nodes', 'file_size_mib', 'source_file']
+    #: Where the source file was written, so whether rank 0 read it from
+    #: the shared file system (filled by the check)
+    source_cache = variable(str, value='')
+    recorded_variables = ['num_nodes', 'file_size_mib', 'source_file',
+                          'source_cache']
 
     @run_after('setup')
     def set_layout(self):
@@ -69,6 +67,11 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
         self.skip_if(not self.partition_extra('local_nvme'),
                      'the partition declares no local_nvme (extras)')
 
+    def reference_method(self) -> dict:
+        # an existing file's size is not known before the run
+        return {'file_size_mib': None if self.source_file
+                else self.file_size_mib}
+
     def work_dir(self, base: str) -> str:
         return job_scratch_dir(base, 'clusterproof-mpi-stage', self.hashcode)
 
@@ -78,15 +81,32 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
         shared = self.partition_extra('shared_fs') or self.stagedir
         return os.path.join(self.work_dir(shared), 'source.bin')
 
+    def source_writer(self) -> str:
+        """The command prefix that writes the test file on the job's last
+        node: rank 0, on the first, then reads it from the shared file
+        system, not from the page cache the write filled. Where that is not
+        possible (one node, no Slurm) the file is written where rank 0 runs
+        and the run is not judged."""
+        scheduler = self.current_partition.scheduler.registered_name
+        if self.num_nodes > 1 and scheduler in ('slurm', 'squeue'):
+            self.source_cache = ('written on the last node of the job, read '
+                                 'by rank 0 on the first')
+            return ('srun --overlap --mpi=none -N1 -n1 -w "$(scontrol show '
+                    'hostnames "$SLURM_JOB_NODELIST" | tail -n 1)" ')
+        self.source_cache = ('written on the node of rank 0: its read may '
+                             'come from the page cache')
+        self.no_verdict_reasons = [*self.no_verdict_reasons,
+                                   self.source_cache]
+        return ''
+
     def dest_dir(self) -> str:
         return self.work_dir(self.partition_extra('local_nvme'))
 
     def launch_line(self) -> str:
         """The launcher as the main run gets it: the job's task layout is
         copied first, since ReFrame sets it only when the job starts."""
-        launcher = self.job.launcher.registered_name
-        for option in ONE_RANK_PER_NODE[launcher]:
-            self.job.launcher.options.append(option)
+        launch.add_options(self.job, launch.one_rank_per_node(
+            self.job.launcher.registered_name))
         self.job.num_tasks = self.num_tasks
         self.job.num_tasks_per_node = self.num_tasks_per_node
         return ' '.join(self.job.launcher.run_command(self.job).split())
@@ -94,21 +114,26 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
     @run_before('run')
     def supported_launcher(self):
         launcher = self.job.launcher.registered_name
-        self.skip_if(launcher not in ONE_RANK_PER_NODE,
+        self.skip_if(launch.one_rank_per_node(launcher) is None,
                      f'launcher {launcher} is not supported: mpi-stage needs '
                      'one rank per node (srun, Open MPI mpirun or mpiexec)')
 
     @run_before('run')
     def set_command_line(self):
         self.prerun_cmds.append(JOB_TAG_COMMAND)
+        if self.source_file:
+            self.source_cache = 'an existing file: its cache state is the ' \
+                                'site\'s'
+
         source = self.source_path()
         dest = os.path.join(self.dest_dir(), os.path.basename(source))
         stage = [self.tool_binary, '--source', source, '--dest', dest,
                  '--pre-validate', 'size', '--verbose']
         if not self.source_file:
+            writer = self.source_writer()
             self.prerun_cmds += [
                 f'mkdir -p {os.path.dirname(source)}',
-                f'dd if=/dev/urandom of={source} bs=1M '
+                f'{writer}dd if=/dev/urandom of={source} bs=1M '
                 f'count={self.file_size_mib} status=none',
             ]
         # First run: a real copy even where an old copy lies around.

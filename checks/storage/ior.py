@@ -72,7 +72,6 @@ class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
     perf_metrics = {'write_bandwidth_mib': 'MiB/s',
                     'read_bandwidth_mib': 'MiB/s'}
     reference_family = 'ior'
-    reference_key = 'ior'
 
     api = variable(str, value='POSIX')
     block_size = variable(str, value='2M')
@@ -92,10 +91,14 @@ class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
     extra_options = variable(typ.List[str], value=[])
     #: How the page cache is kept out (filled by the check)
     page_cache_defeat = variable(str, value='')
+    #: MiB each phase moved (write, read), from IOR's summary (filled by
+    #: the check): with a stonewall, what was written, not what was asked
+    data_moved_mib = variable(typ.Dict[str, float], value={})
     recorded_variables = ['api', 'block_size', 'transfer_size', 'segments',
                           'file_per_process', 'direct_io',
                           'stonewall_seconds', 'num_nodes', 'tasks_per_node',
-                          'page_cache_defeat', 'size_profile']
+                          'page_cache_defeat', 'data_moved_mib',
+                          'size_profile']
 
     def ranks_per_node(self) -> int:
         cores = self.partition_extra('cores_per_node', 1)
@@ -119,6 +122,21 @@ class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
                 *self.no_verdict_reasons,
                 'one node without O_DIRECT: the read may come from the page '
                 'cache']
+
+    def reference_method(self) -> dict:
+        return {'api': self.api, 'block_size': self.block_size,
+                'transfer_size': self.transfer_size,
+                'segments': self.segments,
+                'file_per_process': self.file_per_process,
+                'direct_io': self.direct_io,
+                'tasks_per_node': self.num_tasks_per_node}
+
+    @run_after('sanity')
+    def record_data_moved(self):
+        """What each phase really moved (MiB), from IOR's own summary: the
+        stonewall (-D) cuts the write short of MEMORY_MULTIPLE x memory
+        when the filesystem is slow."""
+        self.data_moved_mib = dict(self.parsed().details.get('data_mib', {}))
 
     def expected_seconds(self) -> float:
         if self.stonewall_seconds:

@@ -111,8 +111,12 @@ def _check_facts(check) -> dict:
         params[name] = getattr(check, name, None)
     if getattr(check, 'no_verdict_reasons', None):
         params['no_verdict_reasons'] = check.no_verdict_reasons
+    if getattr(check, 'reference_differences', None):
+        params['reference_differences'] = check.reference_differences
     facts['check_params'] = params
     facts['reference_sources'] = getattr(check, 'reference_sources', {})
+    facts['metric_reference_keys'] = getattr(check, 'metric_reference_keys',
+                                             {})
     facts['metric_devices'] = getattr(check, 'metric_devices', {})
     facts['metric_peaks'] = getattr(check, 'metric_peaks', {})
     facts['peak_sources'] = getattr(check, 'peak_sources', {})
@@ -225,6 +229,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'nvlink_domain': facts.get('nvlink_domain'),
         'check_params': facts.get('check_params', {}),
         'reference_source': facts.get('reference_sources', {}).get(var),
+        'reference_key': facts.get('metric_reference_keys', {}).get(var),
         'reframe_version': attrs.get('version'),
     })
     values.update(_fingerprint(facts, values['check_job_nodelist']))

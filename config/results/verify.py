@@ -47,6 +47,38 @@ def acknowledged(min_age: float, days: float) -> backlog.Backlog:
     return found
 
 
+def _quoted(record_ids: list[str]) -> str:
+    return ', '.join(f"'{rid}'" for rid in record_ids
+                     if all(c.isalnum() or c == '-' for c in rid))
+
+
+def columns_query_for(record_ids: list[str], columns: list[str]) -> str:
+    """The given columns of the rows, as the workspace holds them."""
+    return (f'{TABLE} | where record_id in ({_quoted(record_ids)}) '
+            f'| project record_id, {", ".join(columns)}')
+
+
+def _empty(value) -> bool:
+    return value is None or value == '' or value == [] or value == {}
+
+
+def empty_columns(stored: list[dict], held: list[dict]) -> dict[str, int]:
+    """Column -> how many rows the workspace holds without a value the
+    stored row has: a column the deployed DCR does not declare is dropped
+    silently (the Logs Ingestion API still answers 204)."""
+    by_id = {row.get('record_id'): row for row in held}
+    counts: dict[str, int] = {}
+    for row in stored:
+        there = by_id.get(row.get('record_id'))
+        if there is None:
+            continue
+        for column, value in row.items():
+            if column in there and not _empty(value) and \
+                    _empty(there[column]):
+                counts[column] = counts.get(column, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def query_for(record_ids: list[str]) -> str:
     quoted = ', '.join(f"'{rid}'" for rid in record_ids
                        if all(c.isalnum() or c == '-' for c in rid))
@@ -80,6 +112,20 @@ class Workspace:
     def can_read(self) -> None:
         """Raises NoReadAccess unless the identity may query the table."""
         self._query(f'{TABLE} | take 0', dt.timedelta(hours=1))
+
+    def columns_of(self, rows: list[dict], days: float) -> list[dict]:
+        """The workspace's copy of ``rows``: the columns the stored rows
+        fill, by record_id (raises NoReadAccess)."""
+        columns = sorted({name for row in rows for name, value in row.items()
+                          if name != 'record_id' and not _empty(value)})
+        found = []
+        span = dt.timedelta(days=days) + TIME_MARGIN
+        for start in range(0, len(rows), IDS_PER_QUERY):
+            part = [row['record_id'] for row in rows[start:start + IDS_PER_QUERY]]
+            for table in self._query(columns_query_for(part, columns), span):
+                names = list(table.columns)
+                found += [dict(zip(names, values)) for values in table.rows]
+        return found
 
     def held(self, record_ids: list[str], days: float) -> set[str]:
         """The record_ids the workspace holds (raises NoReadAccess)."""

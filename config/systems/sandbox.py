@@ -8,6 +8,8 @@ same four CPU-only nodes (sb-n1 to sb-n4, 2 cores each) on this one host.
 """
 import os
 
+from . import sku_facts
+
 # Same default as scripts/cli/sandbox.py; `source <dir>/env` exports the variable.
 SANDBOX_DIR = os.environ.get('CLUSTERPROOF_SANDBOX_DIR') or os.path.join(
     os.environ.get('TMPDIR') or '/tmp', 'clusterproof-sandbox')
@@ -25,6 +27,9 @@ OPEN_MPI_ENV = [
     ['OMPI_MCA_btl_vader_single_copy_mechanism', 'none'],
 ]
 
+# The VM SKUs the sandbox's partitions stand in for (their references
+# apply; their hardware facts do not: the nodes are this machine's)
+_SKU_OF = sku_facts.by_partition()
 CORES_PER_NODE = 2  # what scripts/cli/sandbox.py declares for each node
 MEMORY_GIB = 1      # its RealMemory (1024 MB)
 
@@ -64,12 +69,12 @@ system = {
     'hostnames': ['^clusterproof-sandbox$'],
     'modules_system': 'nomod',
     'partitions': [
-        _partition('hbv4', 'hbv4', 'slurm', 'Standard_HB176rs_v4',
+        _partition('hbv4', 'hbv4', 'slurm', _SKU_OF['hbv4'],
                    'Sandbox partition hbv4 (accounting: sacct)'),
-        _partition('hbv4-squeue', 'hbv4', 'squeue', 'Standard_HB176rs_v4',
+        _partition('hbv4-squeue', 'hbv4', 'squeue', _SKU_OF['hbv4'],
                    'Sandbox partition hbv4 polled with squeue'),
         # CPU-only nodes standing in for ND H100 v5: no GPU, no InfiniBand.
-        _partition('ndv5', 'ndv5', 'slurm', 'Standard_ND96isr_H100_v5',
+        _partition('ndv5', 'ndv5', 'slurm', _SKU_OF['ndv5'],
                    'Sandbox partition ndv5 (CPU-only stand-in)'),
     ],
 }

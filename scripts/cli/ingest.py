@@ -54,10 +54,11 @@ def add_parser(subparsers):
     parser.add_argument('--node', action='append', default=[],
                         help='node the run used (repeatable)')
     parser.add_argument('--reference-key', default=None, metavar='KEY',
-                        help='the run used the method and size of the check '
-                             'whose entry in checks/references/<tool>.yaml '
-                             'is KEY (e.g. stream, ior, osu_latency): judge '
-                             'its values against that entry for the SKU')
+                        help='the run was made the way the entry labelled KEY '
+                             'under the SKU in checks/references/<tool>.yaml '
+                             'was measured (its method; e.g. azhc for the '
+                             'health checks\' STREAM): judge its values '
+                             'against that entry')
     parser.set_defaults(func=run)
 
 

@@ -216,6 +216,8 @@ def _missing_after_verify(args):
     say(f'verified {len(acked.rows)} acknowledged row(s): '
         f'{len(acked.rows) - len(set(acked.ledger_of) - held)} in Log '
         f'Analytics')
+    _report_empty_columns(workspace, [row for row in acked.rows
+                                      if row['record_id'] in held], args.days)
     missing = backlog.Backlog()
     for row in acked.rows:
         if row['record_id'] not in held:
@@ -223,6 +225,28 @@ def _missing_after_verify(args):
             missing.ledger_of[row['record_id']] = \
                 acked.ledger_of[row['record_id']]
     return missing
+
+
+def _report_empty_columns(workspace, rows, days) -> None:
+    """Rows that arrived without columns they were sent with: the DCR the
+    workspace runs does not declare them (clusterproof deploy updates it)."""
+    from config.results import verify
+    if not rows:
+        return
+    try:
+        empty = verify.empty_columns(rows, workspace.columns_of(rows, days))
+    except verify.NoReadAccess as err:
+        complain(f'cannot read the rows\' columns ({err})')
+        return
+    for column, count in empty.items():
+        say(f'{count} row(s) arrived with {column} empty although it was '
+            'sent: the deployed table or DCR does not declare it (schema '
+            f'data_version {_data_version()}); run `clusterproof deploy`')
+
+
+def _data_version() -> str:
+    from config.results import records
+    return records.DATA_VERSION
 
 
 def _merge(total, more) -> None:
