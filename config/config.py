@@ -25,8 +25,12 @@ COMMON_ENVIRONMENTS = [
 
 def _with_default_prefix(system):
     # ReFrame's stage/ and output/ go under CLUSTERPROOF_HOME, not into the
-    # current directory (the checkout); --prefix or RFM_PREFIX still win.
-    return {'prefix': str(store.home()), **system}
+    # current directory (the checkout), and one directory per session, so
+    # that two sessions on one home (two admins, a cron run and a manual
+    # one) never share a stage directory; --prefix, RFM_PREFIX, --stage and
+    # --outputdir still win.
+    return {'prefix': str(store.home() / 'runs' / perflog.SESSION_ID),
+            **system}
 
 
 site_configuration = {

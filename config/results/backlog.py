@@ -29,6 +29,7 @@ class Backlog:
     ledger_of: dict = field(default_factory=dict)    # record_id -> Ledger
     sessions: dict = field(default_factory=dict)     # session -> rows
     running: list = field(default_factory=list)      # sessions skipped
+    set_aside: dict = field(default_factory=dict)    # record_id -> entry
 
 
 def _wanted(path: Path, session: str | None, since: dt.date | None) -> bool:
@@ -62,9 +63,13 @@ def find_backlog(session: str | None = None,
             backlog.running.append(path.stem)
             continue
         session_ledger = ledger.Ledger(ledger.ledger_path(path))
+        aside = ledger.read_rejected(ledger.rejected_path(path))
         for row in store.read_session_file(path):
             record_id = row.get('record_id')
             if not record_id or record_id in shipped:
+                continue
+            if record_id in aside:
+                backlog.set_aside[record_id] = aside[record_id]
                 continue
             shipped[record_id] = 0      # a row twice in the store: once
             backlog.rows.append(shipping.with_completion_time(row))
@@ -133,8 +138,10 @@ def _give_up(attempt: int, started: float) -> bool:
 
 def ship(rows: list[dict], ledger_of: dict, transport,
          progress=None) -> tuple[shipping.Tally, shipping.Outcome | None]:
-    """Ship rows; returns the tally and the 401/403 that stopped it, if
-    any. progress(shipped, total) is called after each accepted call."""
+    """Ship rows; returns the tally and the refusal (401/403, wrong DCR or
+    stream, schema) that stopped it, if any. progress(shipped, total) is
+    called after each accepted call. Nothing is sent while a ledger of the
+    batch cannot be written; a ledger write that fails stops it all."""
     tally = shipping.Tally()
     tally.add(offered=len(rows))
 
@@ -149,13 +156,28 @@ def ship(rows: list[dict], ledger_of: dict, transport,
         if progress:
             progress(tally.shipped + len(batch), tally.offered)
 
-    delivery = shipping.Delivery(transport=transport, record=record,
-                                 tally=tally, give_up=_give_up)
+    delivery = shipping.Delivery(
+        transport=transport, record=record, tally=tally, give_up=_give_up,
+        ready=lambda batch: _ledgers_problem(batch, ledger_of),
+        set_aside=lambda row, size, reason: ledger.set_aside(
+            ledger.rejected_path(ledger_of[row['record_id']].path), row,
+            size, reason))
     try:
         delivery.ship(rows)
-    except shipping.AuthStop as stop:
+    except shipping.Refused as stop:
         return tally, stop.outcome
+    except shipping.LedgerStop as stop:
+        tally.leave(stop.reason, len(stop.rest))
+        tally.add(unrecorded=len(stop.accepted))
     return tally, None
+
+
+def _ledgers_problem(batch, ledger_of) -> str | None:
+    for session_ledger in {ledger_of[row['record_id']] for row in batch}:
+        problem = session_ledger.problem()
+        if problem:
+            return problem
+    return None
 
 
 def sync_lock() -> ledger.FileLock:

@@ -13,6 +13,7 @@ import os
 
 from .azure_skus import SKUS, sku_partition
 from .modules import modules_system
+from ..results.settings import SettingError
 
 LAUNCHER_OPTIONS = ['--mpi=pmix']
 
@@ -23,11 +24,16 @@ def _selected_partitions():
         return {name: name for name in SKUS}
     chosen = {}
     for item in spec.split(','):
-        name, _, slurm_name = item.strip().partition('=')
-        if name not in SKUS:
-            raise ValueError(
-                f'CLUSTERPROOF_AZURE_PARTITIONS: unknown partition {name!r}; '
-                f'known: {", ".join(SKUS)}')
+        name, equals, slurm_name = (part.strip() for part in
+                                    item.strip().partition('='))
+        if name not in SKUS or (equals and not slurm_name):
+            what = (f'unknown partition {name!r}' if name not in SKUS else
+                    f'{item.strip()!r} names no Slurm partition after =')
+            # Never fall back to partitions that may not exist: stop.
+            raise SettingError(
+                f'CLUSTERPROOF_AZURE_PARTITIONS={spec!r}: {what}; write '
+                f'NAME[=SLURM_PARTITION],... with NAME among '
+                f'{", ".join(SKUS)}')
         chosen[name] = slurm_name or name
     return chosen
 

@@ -92,6 +92,17 @@ def run_phase(phase: plan.Phase, options: Options, workdir: Path,
     return PhaseResult(phase, cases, verdicts.skip_reasons(text), log)
 
 
+def unkept(log: Path) -> list[str]:
+    """The store's end lines in a phase's output that name rows it could
+    not write (config/results/perflog.py)."""
+    try:
+        text = log.read_text(errors='replace')
+    except OSError:
+        return []
+    return [line.strip() for line in text.splitlines()
+            if store.UNSTORED_MARK in line]
+
+
 def _read_report(report: Path, returncode: int, log: Path) -> dict:
     try:
         return json.loads(report.read_text())
@@ -156,7 +167,9 @@ def ship_results(say) -> str:
         say('this clusterproof has no sync command: results stay in the '
             'local store')
         return 'no sync command'
-    return 'shipped' if cli.main(['sync']) == 0 else 'partly shipped'
+    status = cli.main(['sync'])
+    return {0: 'shipped', 1: 'partly shipped'}.get(
+        status, 'refused: fix the Log Analytics settings')
 
 
 def _inventory(options: Options, say):
@@ -202,6 +215,8 @@ def run(options: Options, say=print) -> int:
     try:
         nodes, phases, notes = _inventory(options, say)
         results = [run_phase(p, options, workdir, say) for p in phases]
+        broken += [f'results not kept: {line} (see {result.log})'
+                   for result in results for line in unkept(result.log)]
         for result in results:
             broken += verdicts.scheduler_trouble(result.cases)
             for case in result.cases:

@@ -36,7 +36,7 @@ def main(argv=None) -> int:
         return args.func(args)
     except store.HomeError as err:
         print(f'clusterproof: {err}', file=sys.stderr)
-        return 1
+        return EXIT_USAGE
     except BrokenPipeError:
         # `clusterproof ... | head`: the reader left; not an error of ours.
         sys.stderr.close()

@@ -34,7 +34,7 @@ def connect(results_dir: Path | None = None):
                         f'{_sql_string(_DUCKDB_TYPES[c["type"]])}'
                         for c in schema['columns'])
     base = results_dir or store.results_dir()
-    files = sorted(str(path) for path in base.glob('*/*.jsonl'))
+    files = [str(path) for path in store.session_files(base)]
     table = schema['table']
     if not files:
         definitions = ', '.join(f'"{c["name"]}" {_DUCKDB_TYPES[c["type"]]}'
@@ -50,7 +50,18 @@ def connect(results_dir: Path | None = None):
         'ignore_errors=true)')
     con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM {_UNREAD} '
                 'WHERE record_id IS NOT NULL')
+    _nonfinite_as_null(con, table, schema)
     return con
+
+
+def _nonfinite_as_null(con, table, schema):
+    """A NaN or an infinity found in a file reads as null, as it would
+    have been stored (store.parse_line does the same for sync)."""
+    for column in schema['columns']:
+        if column['type'] == 'real':
+            name = column['name']
+            con.execute(f'UPDATE "{table}" SET "{name}" = NULL '
+                        f'WHERE NOT isfinite("{name}")')
 
 
 def unreadable_lines(con) -> int:

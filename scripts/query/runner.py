@@ -43,6 +43,9 @@ class Runner:
         text = library.compose(query, self.filters)
         engine = _engine('cloud' if self.workspace else 'local')
         if self._con is None:
+            if not self.workspace and self.results_dir is None:
+                from config.results import store
+                store.existing_home()    # a typo must not answer "no rows"
             self._con = (engine.connect() if self.workspace
                          else engine.connect(self.results_dir))
         if self.workspace:
