@@ -262,6 +262,25 @@ def test_since_out_of_range_is_a_usage_error(since, tmp_path, monkeypatch,
     assert 'is not a time from 1970 to now' in capsys.readouterr().err
 
 
+def test_acceptance_counts_results_the_store_could_not_keep(tmp_path,
+                                                           monkeypatch):
+    from config.results import perflog
+    from scripts.acceptance import session
+    monkeypatch.setenv('CLUSTERPROOF_HOME', str(tmp_path))
+    handler = perflog.StoreHandler('20261130T010203Z-cccccccc',
+                                   tmp_path / 'perflogs')
+    handler.custody.keep([row('a'), row('b')])
+    line = handler.unstored_line(list(handler.custody.unstored))
+    handler.custody.unstored.clear()
+    handler.close()
+    assert '2 row(s) could not be stored in' in line
+    log = tmp_path / 'phase.log'
+    log.write_text(f'[ PASSED ] ...\n{line}\nLog Analytics: 3 of 3\n')
+    assert session.unkept(log) == [line]
+    log.write_text('clusterproof: 3 row(s) stored in /x.jsonl\n')
+    assert session.unkept(log) == []
+
+
 def test_a_crash_inside_acceptance_exits_2(monkeypatch, capsys):
     from scripts.acceptance import session
 
@@ -274,3 +293,21 @@ def test_a_crash_inside_acceptance_exits_2(monkeypatch, capsys):
         success = [line for line in unit.read_text().splitlines()
                    if line.startswith('SuccessExitStatus=')]
         assert success and '2' not in success[0].split('=')[1].split()
+
+
+def test_the_table_escapes_control_characters_json_keeps_them(tmp_path):
+    session = store.SessionFile('20261130T010203Z-aaaaaaaa',
+                                tmp_path / 'home' / 'results')
+    hostile = 'a\x1b]0;owned\x07b\r\nFORGED  row\x9b2J'
+    session.append(row('r1', check_name=hostile))
+    kql = tmp_path / 'names.kql'
+    kql.write_text('clusterproof_results | project record_id, check_name\n')
+    env = session_env(tmp_path)
+    table = clusterproof(env, 'query', str(kql))
+    assert table.returncode == 0, table.stderr
+    assert '\x1b' not in table.stdout and '\r' not in table.stdout
+    assert '\x9b' not in table.stdout and '\x07' not in table.stdout
+    assert 'a\\x1b]0;owned\\x07b\\r\\nFORGED  row\\x9b2J' in table.stdout
+    assert len(table.stdout.splitlines()) == 3       # header, rule, row
+    as_json = clusterproof(env, 'query', '--json', str(kql))
+    assert json.loads(as_json.stdout)[0]['check_name'] == hostile

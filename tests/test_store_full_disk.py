@@ -140,3 +140,56 @@ def test_two_sessions_at_once_on_one_home(tmp_path, fake_azure):
     assert {rid: count - 1 for rid, count in received.items()
             if count > 1} == dict(lost)
     assert len(list((tmp_path / 'home' / 'runs').iterdir())) == 2
+
+
+def test_a_ledger_that_fails_stops_the_live_push_at_once(tmp_path,
+                                                         fake_azure):
+    """The ledger turns unwritable after the push starts (here: a directory
+    where the file was): the call whose 204 it cannot record is the only
+    one sent twice; the push sends nothing more the store holds, and sync
+    refuses to send until the ledger can be written."""
+    results_dir = tmp_path / 'home' / 'results'
+    env = session_env(tmp_path, fake_azure, tests=4, metrics=5,
+                      CLUSTERPROOF_TEST_SLEEP=1)
+    broken = []
+
+    def break_the_ledger(stop):
+        while not stop.is_set():
+            for lock in results_dir.glob('*/*.lock'):
+                shipped = lock.with_suffix('.shipped')
+                shipped.unlink(missing_ok=True)
+                shipped.mkdir()
+                broken.append(shipped)
+                return
+            stop.wait(0.01)
+    stop = threading.Event()
+    watcher = threading.Thread(target=break_the_ledger, args=(stop,))
+    watcher.start()
+    try:
+        result = run_session(tmp_path, env, '--exec-policy=serial')
+    finally:
+        stop.set()
+        watcher.join()
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert broken, output
+    assert len(fake_azure.uploads) == 1          # then it stopped sending
+    first_call = [row['record_id'] for row in fake_azure.uploads[0].body]
+    assert 'cannot write the ledger' in output
+    assert (f'{len(first_call)} of the shipped records are not in the '
+            'ledger' in result.stdout), output
+    assert end_line(result.stdout)[:3] == (len(first_call), 20,
+                                           20 - len(first_call))
+
+    refused = run_sync(env)
+    assert refused.returncode == 1 and 'cannot write the ledger' in \
+        refused.stderr
+    assert len(fake_azure.uploads) == 1
+    broken[0].rmdir()
+    synced = run_sync(env)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    received = collections.Counter(shipped_ids(fake_azure))
+    assert set(received) == set(stored_ids(tmp_path)) and len(received) == 20
+    assert sorted(rid for rid, n in received.items() if n == 2) == \
+        sorted(first_call)
+    assert max(received.values()) == 2

@@ -98,7 +98,6 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
         self.ledger = ledger.Ledger(ledger.ledger_path(store_file))
         self.rejected_file = ledger.rejected_path(store_file)
         self.custody = custody.of(session_id)
-        self.custody.opened(HANDLER_TYPE)
         self.session_lock = ledger.FileLock(
             ledger.session_lock_path(store_file))
         try:
@@ -126,6 +125,8 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
             backoff=shipping.Backoff(backoff_intervals or DEFAULT_BACKOFF),
             set_aside=lambda row, size, reason: ledger.set_aside(
                 self.rejected_file, row, size, reason))
+        # Last: the store's end line waits for this handler to close.
+        self.custody.opened(HANDLER_TYPE)
 
     # The ReFrame main loop: format, queue, return.
     def emit(self, record):
@@ -339,8 +340,8 @@ def _create_handler(site_config, config_prefix):
         return _handler_from(site_config, config_prefix)
     except Exception as err:
         _warn(f'clusterproof: no live push to Log Analytics in this session '
-              f'({type(err).__name__}: {err}); results are stored locally, '
-              f"ship them later with 'clusterproof sync'")
+              f'({type(err).__name__}: {err}); the local store keeps what '
+              f"it can write for 'clusterproof sync'")
         return None
 
 
