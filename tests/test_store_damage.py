@@ -67,6 +67,22 @@ def test_a_full_disk_takes_a_row_whole_or_not_at_all(tmp_path):
             ['first', 'after']
 
 
+def test_ingest_on_a_full_disk_stores_nothing_and_says_so(tmp_path):
+    home = tmp_path / 'home'
+    with small_disk(home / 'results', 64) as disk:
+        disk.fill()
+        result = clusterproof(session_env(tmp_path), 'ingest', 'stream',
+                              str(REPO / 'tests' / 'data' / 'stream' /
+                                  'stream_c_omp1_10M.out'),
+                              '--system', 'local', '--partition', 'default')
+        assert result.returncode == 1
+        assert 'nothing stored' in result.stderr
+        assert 'No space left on device' in result.stderr
+        assert 'Traceback' not in result.stderr
+        assert [p.name for p in disk.path.rglob('*') if p.is_file()] == \
+            [disk.ballast.name]
+
+
 # Reading: every reader skips what it cannot read, and says so.
 def damaged_home(home):
     """Two sessions of good rows, and every kind of damage the issue

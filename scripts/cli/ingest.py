@@ -205,7 +205,14 @@ def run(args) -> int:
     known = _stored_ids()
     new = [row for row in rows if row['record_id'] not in known]
     if new:
-        session.write_all(new)
+        try:
+            session.write_all(new)
+        except OSError as err:
+            print(f'clusterproof ingest: cannot store {len(new)} record(s) in '
+                  f'{session.path}: {err.strerror or err}; nothing stored '
+                  '(the files are unchanged: ingest them again)',
+                  file=sys.stderr)
+            return 1
         where = f'in {session.path} (session {session.session_id})'
     else:
         where = 'nothing new to store'
