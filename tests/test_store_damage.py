@@ -230,29 +230,36 @@ def test_a_bad_tuning_setting_warns_once_and_uses_the_default(
     assert 'using the default 30' in err
 
 
-def test_a_home_that_is_a_file_or_missing_stops_in_one_line(tmp_path,
-                                                            fake_azure):
+def test_a_home_that_is_a_file_or_missing_stops_in_one_line(
+        tmp_path, fake_azure, monkeypatch, capsys):
+    for name, value in fake_azure.env().items():
+        monkeypatch.setenv(name, value)
     afile = tmp_path / 'home-file'
     afile.write_text('')
-    env = session_env(tmp_path, fake_azure, CLUSTERPROOF_HOME=str(afile))
+    monkeypatch.setenv('CLUSTERPROOF_HOME', str(afile))
     for args in (['sync'], ['sync', '--dry-run'],
                  ['query', 'results', '--local'],
                  ['report', '--local', '--out', str(tmp_path / 'r.html')],
                  ['ingest', 'stream', str(afile), '--system', 'local',
                   '--partition', 'default']):
-        result = clusterproof(env, *args)
-        assert result.returncode == 2, (args, result.stderr)
-        assert 'not a directory' in result.stderr
-        assert 'Traceback' not in result.stderr
+        assert cli.main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.count('\n') == 1 and 'not a directory' in err, args
     missing = tmp_path / 'typo'
-    env = session_env(tmp_path, fake_azure, CLUSTERPROOF_HOME=str(missing))
+    monkeypatch.setenv('CLUSTERPROOF_HOME', str(missing))
     for args in (['sync'], ['query', 'results', '--local'],
                  ['report', '--local', '--out', str(tmp_path / 'r.html')]):
-        result = clusterproof(env, *args)
-        assert result.returncode == 2, (args, result.stdout)
-        assert 'does not exist' in result.stderr
-        assert result.stderr.count('\n') == 1
+        assert cli.main(args) == 2, args
+        captured = capsys.readouterr()
+        assert captured.err.count('\n') == 1, args
+        assert 'does not exist' in captured.err and captured.out == ''
     assert not missing.exists() and not (tmp_path / 'r.html').exists()
+    # the commands that write create it
+    stored = cli.main(['ingest', 'stream', str(REPO / 'tests' / 'data' /
+                                               'stream' /
+                                               'stream_c_omp1_10M.out'),
+                       '--system', 'local', '--partition', 'default'])
+    assert stored == 0 and list(missing.glob('results/*/*.jsonl'))
 
 
 def test_malformed_azure_partitions_stop_reframe_in_one_line(tmp_path):
