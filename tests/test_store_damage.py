@@ -158,6 +158,9 @@ def test_bad_lines_and_entries_are_skipped_by_every_reader(tmp_path,
     assert 'Traceback' not in ingest.stderr, ingest.stderr
     for result in (query, report, ingest):
         assert 'fifo.jsonl: not a regular file' in result.stderr
+    for result in (query, report):
+        assert f'{damaged} line 3: not UTF-8 text; skipped' in result.stderr
+        assert f'{damaged} line 4: a JSON list' in result.stderr
 
 
 # Sending: the ledger first; refusals named for what they are.
@@ -283,6 +286,16 @@ def test_since_out_of_range_is_a_usage_error(since, tmp_path, monkeypatch,
         cli.main(['query', 'results', '--since', since])
     assert exit_.value.code == 2
     assert 'is not a time from 1970 to now' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('args', [['--days', 'inf'], ['--days', 'nan'],
+                                  ['--min-age', '-1'],
+                                  ['--min-age', '1e300']])
+def test_sync_spans_out_of_range_are_usage_errors(args, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(['sync', '--verify', *args])
+    assert exit_.value.code == 2
+    assert 'is not a number from 0 to' in capsys.readouterr().err
 
 
 def test_acceptance_counts_results_the_store_could_not_keep(tmp_path,

@@ -90,10 +90,15 @@ def test_read_only_results_the_live_push_still_ships_all(tmp_path,
     home = tmp_path / 'home'
     with small_disk(home / 'results', 400) as disk:
         disk.read_only()
-        env = session_env(tmp_path, fake_azure, tests=10, metrics=10)
+        # a bad tuning value: one warning, the default, and the end line
+        env = session_env(tmp_path, fake_azure, tests=10, metrics=10,
+                          CLUSTERPROOF_FLUSH_TIMEOUT='inf')
         result = run_session(tmp_path, env)
         output = result.stdout + result.stderr
         assert result.returncode == 0, output
+        assert output.count("CLUSTERPROOF_FLUSH_TIMEOUT='inf' is not a "
+                            'number of seconds') == 1, output
+        assert 'using the default 30' in output
         assert stored_ids(tmp_path) == []
         received = collections.Counter(shipped_ids(fake_azure))
         assert len(received) == 100 and max(received.values()) == 1

@@ -109,7 +109,7 @@ def read_ledger(path: Path, warn=store.warn) -> dict[str, int]:
                 if raw.endswith(b'\n') and len(parts) == 2 and \
                         parts[1].isdigit():
                     try:
-                        accepted[parts[0].decode('ascii')] = int(parts[1])
+                        accepted[parts[0].decode('utf-8')] = int(parts[1])
                         continue
                     except UnicodeDecodeError:
                         pass

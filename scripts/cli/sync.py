@@ -37,13 +37,32 @@ def add_parser(subparsers):
                         help='also ask Log Analytics (LOGS_WORKSPACE_ID) '
                              'which acknowledged rows it holds, and ship '
                              'the missing ones again')
-    parser.add_argument('--days', type=float, default=7, metavar='N',
+    parser.add_argument('--days', type=_span(36500), default=7, metavar='N',
                         help='--verify: rows acknowledged in the last N '
                              'days (default 7)')
-    parser.add_argument('--min-age', type=float, default=60, metavar='MIN',
+    parser.add_argument('--min-age', type=_span(36500 * 1440), default=60,
+                        metavar='MIN',
                         help='--verify: only rows acknowledged at least MIN '
                              'minutes ago, so ingestion is done (default 60)')
     parser.set_defaults(func=run)
+
+
+def _span(maximum: float):
+    """An argparse type: a number from 0 to maximum (exit 2 otherwise)."""
+    import argparse
+    import math
+
+    def number(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 <= value <= maximum:     # also NaN
+            raise argparse.ArgumentTypeError(
+                f'{text!r} is not a number from 0 to {maximum:g}')
+        return value
+    number.__name__ = 'number'
+    return number
 
 
 def _date(text: str) -> dt.date:

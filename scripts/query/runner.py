@@ -28,6 +28,7 @@ class Runner:
         skipped = _engine('local').unreadable_lines(self._con)
         if not skipped:
             return []
+        _name_unreadable_lines(self.results_dir)
         return [f'{skipped} line(s) of the local store could not be read '
                 '(a session still writing, or a damaged file) and were left '
                 'out']
@@ -51,6 +52,15 @@ class Runner:
         if self.workspace:
             return engine.run(self._con, self.workspace, text)
         return engine.run(self._con, text, self.now)
+
+
+def _name_unreadable_lines(results_dir: Path | None) -> None:
+    """One warning per unreadable line, naming file and line, from the
+    store's own reader (read again only when the engine found damage)."""
+    from config.results import store
+    for path in store.session_files(results_dir, warn=lambda message: None):
+        for _ in store.file_rows(path):
+            pass
 
 
 def _engine(name: str):
