@@ -324,7 +324,7 @@ def test_a_crash_inside_acceptance_exits_2(monkeypatch, capsys):
         raise RuntimeError('boom')
     monkeypatch.setattr(session, 'run', crash)
     assert cli.main(['acceptance']) == 2
-    assert 'the run crashed' in capsys.readouterr().err
+    assert 'clusterproof acceptance: crashed' in capsys.readouterr().err
     for unit in (REPO / 'scripts' / 'schedules').rglob('*.service'):
         success = [line for line in unit.read_text().splitlines()
                    if line.startswith('SuccessExitStatus=')]

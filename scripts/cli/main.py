@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 
 from config.results import store
 
@@ -26,7 +27,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Commands whose exit 1 means "findings" (which the scheduled units count as
+# success): a crash of theirs must read as a broken run, 2.
+CRASH_IS_BROKEN = ('acceptance',)
+
+
 def main(argv=None) -> int:
+    command = (sys.argv[1:] if argv is None else list(argv))[:1]
+    try:
+        return _main(argv)
+    except Exception:
+        if not command or command[0] not in CRASH_IS_BROKEN:
+            raise
+        traceback.print_exc()
+        print(f'clusterproof {command[0]}: crashed (traceback above); '
+              f'exit {EXIT_USAGE}: a broken run', file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, 'func', None):
