@@ -144,7 +144,9 @@ def test_two_sessions_at_once_on_one_home(tmp_path, fake_azure):
     assert fake_azure.lost
     assert {rid: count - 1 for rid, count in received.items()
             if count > 1} == dict(lost)
+    # each session had its own stage and output, and its own log
     assert len(list((tmp_path / 'home' / 'runs').iterdir())) == 2
+    assert len(list((tmp_path / 'home' / 'logs').glob('reframe_*.log'))) == 2
 
 
 def test_a_ledger_that_fails_stops_the_live_push_at_once(tmp_path,

@@ -180,8 +180,10 @@ def logging_config() -> list[dict]:
         'handlers': [
             {'type': 'stream', 'name': 'stdout', 'level': 'info',
              'format': '%(message)s'},
-            {'type': 'file', 'name': str(logs / 'reframe.log'),
-             'level': 'debug', 'timestamp': '%Y%m%dT%H%M%S',
+            # Named by the session (its id starts with the time): two
+            # sessions started in the same second keep a log each.
+            {'type': 'file', 'name': str(logs / f'reframe_{SESSION_ID}.log'),
+             'level': 'debug',
              'format': '[%(asctime)s] %(levelname)s: %(check_info)s: '
                        '%(message)s',
              'append': False},
