@@ -26,6 +26,7 @@ import os
 import stat
 import sys
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 
@@ -177,9 +178,21 @@ def _cut_torn_tail(fd: int, path: Path, note) -> int:
     return end
 
 
+# One append at a time in this process: the store handler and the live
+# push's thread may both append to a ledger, and cutting back a failed
+# write must never cut the other's.
+_APPENDING = threading.Lock()
+
+
 def append_whole(path: Path, data: bytes, note=warn) -> None:
     """Appends data with one write on an O_APPEND descriptor and fsyncs:
-    all of it or, on any error (a full disk), none of it (OSError)."""
+    all of it or, on any error (a full disk), none of it (OSError). Each
+    file has one writing process (its session, or the one sync)."""
+    with _APPENDING:
+        _append_whole(path, data, note)
+
+
+def _append_whole(path: Path, data: bytes, note) -> None:
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
