@@ -26,7 +26,6 @@ class Custody:
         self.lock = threading.RLock()
         self.unstored: dict[str, dict] = {}   # record_id -> row not written
         self.shipped_unstored: set[str] = set()
-        self.ledger = None                     # the session's Ledger
         self._open: set[str] = set()           # handlers not closed yet
         self._at_end = []
 

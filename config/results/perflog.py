@@ -32,7 +32,7 @@ class StoreHandler(logging.Handler):
         self.session_id = session_id
         self.file = store.SessionFile(session_id)
         self.custody = custody.of(session_id)
-        self.custody.ledger = ledger.Ledger(ledger.ledger_path(self.file.path))
+        self.ledger = ledger.Ledger(ledger.ledger_path(self.file.path))
         self.custody.opened(STORE_HANDLER)
         self.custody.at_end(self._end)
         self.perflog_dir = perflog_dir
@@ -132,7 +132,7 @@ class StoreHandler(logging.Handler):
             shipped = self.custody.stored(ids)
         if shipped:
             try:
-                self.custody.ledger.record(shipped)
+                self.ledger.record(shipped)
             except OSError:
                 pass        # at least once: sync sends them again
 
