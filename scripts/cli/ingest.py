@@ -157,6 +157,7 @@ def _stored_ids() -> set[str]:
 
 
 def run(args) -> int:
+    store.ensure_home('results')     # HomeError: one line, exit 2
     try:
         extras = partition_extras(args.system, args.partition)
         texts = read_all(args.files)
