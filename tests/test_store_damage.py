@@ -215,7 +215,7 @@ def test_an_oversized_row_is_set_aside_for_good(tmp_path, fake_azure):
     calls = len(fake_azure.uploads) + len(fake_azure.rejected)
     second = run_sync(env)
     assert second.returncode == 1
-    assert '1 row(s) set aside by an earlier sync' in second.stderr
+    assert '1 row(s) set aside earlier' in second.stderr
     assert len(fake_azure.uploads) + len(fake_azure.rejected) == calls
 
 

@@ -132,7 +132,7 @@ def report(tally, stopped, earlier_aside=0) -> int:
                  f'sync leaves them out; they stay in the local store')
         status = EXIT_LEFT
     if earlier_aside:
-        complain(f'{earlier_aside} row(s) set aside by an earlier sync '
+        complain(f'{earlier_aside} row(s) set aside earlier '
                  f'(alone over the 1 MB limit; see the *.rejected files): '
                  f'not sent again')
         status = EXIT_LEFT
