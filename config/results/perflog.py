@@ -110,23 +110,30 @@ class StoreHandler(logging.Handler):
                 self._jobs.update((str(row['check_name']),
                                    str(row['check_jobid'])) for row in fresh)
                 self.custody.keep(fresh)
-            self._write_unstored()
+            # This test's rows first; once they went in, the disk has room
+            # for the older ones too (a long session on a full disk does
+            # not rewrite an ever longer backlog at every test).
+            if self._write_unstored(fresh):
+                self._write_unstored()
         except Exception as err:          # never into ReFrame's chain
             self._complain(f'{type(err).__name__}: {err}')
 
-    def _write_unstored(self):
-        """Writes every row kept so far, in one append (one fsync per test,
-        not per row: the main loop's time)."""
+    def _write_unstored(self, rows=None) -> bool:
+        """Writes rows (default: every row kept so far) in one append (one
+        fsync per test, not per row: the main loop's time); False when the
+        store could not, or there was nothing to write."""
         with self.custody.lock:
-            rows = list(self.custody.unstored.values())
+            rows = [row for row in (rows if rows is not None else
+                                    list(self.custody.unstored.values()))
+                    if self.custody.is_unstored(row['record_id'])]
             if not rows:
-                return
+                return False
             try:
                 self.file.append_rows(rows)
             except (OSError, TypeError, ValueError) as err:
                 self._error = getattr(err, 'strerror', None) or str(err)
                 self._complain(self._error)
-                return
+                return False
             ids = [row['record_id'] for row in rows]
             self._written.update(ids)
             shipped = self.custody.stored(ids)
@@ -135,6 +142,7 @@ class StoreHandler(logging.Handler):
                 self.ledger.record(shipped)
             except OSError:
                 pass        # at least once: sync sends them again
+        return True
 
     def _complain(self, what):
         if self._warned:
