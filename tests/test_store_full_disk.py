@@ -113,6 +113,7 @@ def test_read_only_results_the_live_push_still_ships_all(tmp_path,
 
 
 def test_two_sessions_at_once_on_one_home(tmp_path, fake_azure):
+    fake_azure.failures = [(LOST, {}), (DROP, {}), (LOST, {})]
     fake_azure.random_faults = [(0.15, 503, {}), (0.10, DROP, {}),
                                 (0.15, LOST, {})]
     env = session_env(tmp_path, fake_azure, tests=5, metrics=20)
