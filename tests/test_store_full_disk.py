@@ -166,9 +166,9 @@ def test_a_ledger_that_fails_stops_the_live_push_at_once(tmp_path,
 
     def break_the_ledger(stop):
         while not stop.is_set():
-            for lock in results_dir.glob('*/*.lock'):
-                shipped = lock.with_suffix('.shipped')
-                shipped.unlink(missing_ok=True)
+            # the push made sure it can write the ledger at its start
+            for shipped in results_dir.glob('*/*.shipped'):
+                shipped.unlink()
                 shipped.mkdir()
                 broken.append(shipped)
                 return
