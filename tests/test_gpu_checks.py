@@ -68,7 +68,10 @@ def test_nccl_single_node_layout_on_ndv5(ndv5):
     script = job_script(stages, 'NcclSingleNode', '%collective=all_reduce')
     for line in ['#SBATCH --ntasks=8', '#SBATCH --ntasks-per-node=8',
                  '#SBATCH --gres=gpu:8', '#SBATCH --partition=ndv5',
-                 'export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml',
+                 'for f in /opt/microsoft/ndv5/topo.xml '
+                 '/opt/microsoft/ndv5-topo.xml; do if [ -e "$f" ]; then '
+                 'export NCCL_TOPO_FILE="$f"; break; fi; done; echo '
+                 '"${NCCL_TOPO_FILE:-}" > clusterproof_nccl_topo_file.txt',
                  'export CUDA_DEVICE_ORDER=PCI_BUS_ID',
                  'export NCCL_IB_PCI_RELAXED_ORDERING=1',
                  'export NCCL_SOCKET_IFNAME=eth0',
@@ -119,7 +122,8 @@ def test_nccl_ndv4_gpu_order_and_topology(tmp_path):
             'CUDA_VISIBLE_DEVICES=2,3,0,1,6,7,4,5 all_reduce_perf -b 8 -e 16G '
             '-f 2 -g 1') in script.splitlines()
     assert 'export CUDA_VISIBLE_DEVICES' not in script
-    assert 'export NCCL_TOPO_FILE=/opt/microsoft/ndv4-topo.xml' in script
+    assert ('for f in /opt/microsoft/ndv4/topo.xml '
+            '/opt/microsoft/ndv4-topo.xml; do') in script
 
 
 def test_nccl_multi_node_on_h200_with_overrides(tmp_path):
@@ -337,7 +341,7 @@ them; everything else is config/config.py."""
 import copy
 
 from config.config import site_configuration as _base
-from config.systems.azure_skus import SKUS
+from config.systems.nccl_recipes import nccl_extras
 
 site_configuration = copy.deepcopy(_base)
 for _system in site_configuration['systems']:
@@ -348,7 +352,7 @@ for _system in site_configuration['systems']:
             _part['features'] = ['gpu']
             _part['extras'].update(
                 gpus_per_node={gpus}, ib_hcas=['mlx5_ib0', 'mlx5_ib1'],
-                nccl_env=dict(SKUS['ndv5']['extras']['nccl_env']))
+                **nccl_extras('ndv5'))
         elif _part['name'] == 'hbv4':
             _part['extras'].update(ib_hcas=['mlx5_ib0'])
 '''
@@ -442,7 +446,8 @@ def test_nccl_single_node_on_sandbox(tmp_path, slurm_sandbox):
     assert output.count('P: latency_small: 27211.0 us') == 5
     script = next((tmp_path / 'rfm').rglob('rfm_job.sh')).read_text()
     assert '#SBATCH --ntasks=2' in script
-    assert 'export NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml' in script
+    # the image's topology files are not on the sandbox: none is exported
+    assert 'for f in /opt/microsoft/ndv5/topo.xml' in script
 
 
 def test_nccl_multi_node_on_sandbox(tmp_path, slurm_sandbox):

@@ -8,11 +8,12 @@ from .job_nodes import JobNodes
 from .parsed_output import ParsedOutput
 from .sku_references import SkuReferences
 from .time_limit import TimeLimited
+from .vm_size import VmSize
 from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool, JobNodes, TimeLimited):
+                    ExternalTool, JobNodes, VmSize, TimeLimited):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

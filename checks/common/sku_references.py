@@ -24,7 +24,10 @@ class SkuReferences(rfm.RegressionTestPlugin):
     peaks_scale_with_nodes = variable(typ.List[str], value=[])
 
     def vm_sku(self) -> str:
-        return self.current_partition.extras.get('vm_sku', '')
+        """The SKU the node reported after the run (vm_size.py), else the
+        one its partition declares."""
+        return (getattr(self, 'vm_sku_observed', '')
+                or self.current_partition.extras.get('vm_sku', ''))
 
     @run_before('performance')
     def _set_sku_references(self):

@@ -1,9 +1,12 @@
 """nccl-tests on GPU partitions: one VM (one rank per GPU), or N VMs.
 
 Runs all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf
-and sendrecv_perf through srun (PMIx), with the environment the partition
-declares for NCCL (extras['nccl_env']: topology file, PCI order, relaxed
-ordering, socket interface) and its GPU order (extras['gpu_binding'] ->
+and sendrecv_perf through srun (PMIx), with the environment Azure's recipes
+set for NCCL on the partition's SKU (extras['nccl_env'], plus
+extras['nccl_env_multinode'] across VMs; config/systems/nccl_recipes.py
+names the recipe of each variable), the first topology file of
+extras['nccl_topo_files'] that exists on the node (recorded with the
+result as nccl_topo_file), and its GPU order (extras['gpu_binding'] ->
 CUDA_VISIBLE_DEVICES), each rank bound to its NUMA domain (--cpu-bind=ldoms;
 with block distribution this mirrors the `mpirun --map-by ppr:8:node
 --bind-to numa` line of the GPU/IB monitoring post).
@@ -24,6 +27,9 @@ command line (``env CUDA_VISIBLE_DEVICES=... all_reduce_perf ...``): srun
 with --gres rewrites CUDA_VISIBLE_DEVICES for each step, so a value
 exported by the batch script would be lost.
 """
+import os
+import shlex
+
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
@@ -42,6 +48,18 @@ BASE_ENV = {'OMPI_MCA_coll_hcoll_enable': '0',
 
 #: -S fabric=off: run without proving the transport (no verdict either).
 UNCHECKED = 'off'
+
+#: Where the job writes the topology file it chose (or nothing).
+TOPO_FILE_RECORD = 'clusterproof_nccl_topo_file.txt'
+
+
+def choose_topo_file_command(candidates: list[str]) -> str:
+    """Shell that exports NCCL_TOPO_FILE as the first existing candidate
+    and records it (an empty record: none exists, NCCL detects alone)."""
+    paths = ' '.join(shlex.quote(path) for path in candidates)
+    return (f'for f in {paths}; do if [ -e "$f" ]; then '
+            'export NCCL_TOPO_FILE="$f"; break; fi; done; '
+            f'echo "${{NCCL_TOPO_FILE:-}}" > {TOPO_FILE_RECORD}')
 
 
 class NcclBase(BenchmarkTest):
@@ -79,8 +97,14 @@ class NcclBase(BenchmarkTest):
     #: multi-node NVLink (GB200/GB300 in one rack); 'off' = don't check.
     fabric = variable(str, value='')
     extra_options = variable(typ.List[str], value=[])
+    #: The topology file the job chose (extras['nccl_topo_files']); ''
+    #: when none exists or -S nccl_env=NCCL_TOPO_FILE:... fixed it.
+    nccl_topo_file = variable(str, value='')
+    #: The NVLink domain all nodes of the run share ('<ClusterUUID>/
+    #: <CliqueId>'), set by acceptance for its per-domain MNNVL runs.
+    nvlink_domain = variable(str, value='')
     recorded_variables = ['collective', 'min_bytes', 'max_bytes',
-                          'gpus_per_rank', 'fabric']
+                          'gpus_per_rank', 'fabric', 'nccl_topo_file']
 
     multinode = False
 
@@ -135,11 +159,30 @@ class NcclBase(BenchmarkTest):
 
     @run_after('setup')
     def set_environment(self):
+        multinode = (self.partition_extra('nccl_env_multinode', {})
+                     if self.multinode else {})
         env = {**BASE_ENV, **self.partition_extra('nccl_env', {}),
-               **self.nccl_env}
+               **multinode, **self.nccl_env}
         if self.nccl_tests_dir:
             env['PATH'] = f'{self.nccl_tests_dir}:$PATH'
         self.env_vars.update(env)
+
+    @run_before('run')
+    def choose_topo_file(self):
+        candidates = self.partition_extra('nccl_topo_files', [])
+        if 'NCCL_TOPO_FILE' in self.env_vars or not candidates:
+            self.nccl_topo_file = self.env_vars.get('NCCL_TOPO_FILE', '')
+            return
+        self.prerun_cmds.append(choose_topo_file_command(candidates))
+        self.keep_files.append(TOPO_FILE_RECORD)
+
+    @run_after('run')
+    def read_topo_file(self):
+        try:
+            with open(os.path.join(self.stagedir, TOPO_FILE_RECORD)) as fp:
+                self.nccl_topo_file = fp.read(4096).strip()
+        except OSError:
+            pass
 
     @run_before('run')
     def set_command_line(self):

@@ -116,6 +116,10 @@ def _check_facts(check) -> dict:
     facts['peak_sources'] = getattr(check, 'peak_sources', {})
     # What the job recorded, not ReFrame's first sacct poll (job_nodes.py)
     facts['job_nodes'] = list(getattr(check, 'job_nodes', None) or [])
+    # What the node said it is (checks/common/vm_size.py)
+    facts['vm_sku_observed'] = getattr(check, 'vm_sku_observed', None) or None
+    # GB200/GB300: checks/gpu/nvlink_fabric.py, NcclMultiNode per domain
+    facts['nvlink_domain'] = getattr(check, 'nvlink_domain', None) or None
     return facts
 
 
@@ -155,6 +159,8 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
                                or attrs.get('check_job_nodelist') or []),
         'check_tags': attrs.get('check_tags') or [],
         'vm_sku': facts.get('vm_sku'),
+        'vm_sku_observed': facts.get('vm_sku_observed'),
+        'nvlink_domain': facts.get('nvlink_domain'),
         'check_params': facts.get('check_params', {}),
         'reference_source': facts.get('reference_sources', {}).get(var),
         'reframe_version': attrs.get('version'),

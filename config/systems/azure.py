@@ -5,24 +5,38 @@ regexes; default: CycleCloud Workspace for Slurm node names ``ccw-...``) or
 with ``--system azure``. ``azure`` polls accounting (``sacct``); use
 ``--system azure-squeue`` on clusters without slurmdbd.
 
-CLUSTERPROOF_AZURE_PARTITIONS restricts and maps partitions, e.g.
-``hbv4=hpc,ndv5=gpu`` (ReFrame name = Slurm partition); by default every SKU
-family is declared with a Slurm partition of the same name.
+Which Slurm partition is which SKU family, first found wins:
+1. CLUSTERPROOF_AZURE_PARTITIONS, e.g. ``hbv4=hpc,ndv5=gpu`` (ReFrame name =
+   Slurm partition);
+2. the site file `clusterproof discover` wrote
+   (``$CLUSTERPROOF_HOME/site-partitions.yaml``, config/systems/site_file.py);
+3. on a host this system's hostname patterns match, with Slurm: the same
+   discovery from ``sinfo``, in memory (nothing written, no node started);
+4. every SKU family with a Slurm partition of the same name.
 """
 import os
+import re
+import socket
 
+from . import discovery, site_file
 from .azure_skus import SKUS, sku_partition
 from .modules import modules_system
 from ..results.settings import SettingError
 
 LAUNCHER_OPTIONS = ['--mpi=pmix']
 
+# Where a job asks the VM size of its node (checks/common/vm_size.py): the
+# Azure Instance Metadata Service, or CLUSTERPROOF_IMDS_URL (``%n`` = node).
+IMDS_VM_SIZE_URL = ('http://169.254.169.254/metadata/instance/compute/vmSize'
+                    '?api-version=2021-02-01&format=text')
 
-def _selected_partitions():
-    spec = os.environ.get('CLUSTERPROOF_AZURE_PARTITIONS', '').strip()
-    if not spec:
-        return {name: name for name in SKUS}
-    chosen = {}
+
+def vm_size_url():
+    return os.environ.get('CLUSTERPROOF_IMDS_URL') or IMDS_VM_SIZE_URL
+
+
+def _from_environment(spec):
+    chosen = []
     for item in spec.split(','):
         name, equals, slurm_name = (part.strip() for part in
                                     item.strip().partition('='))
@@ -34,15 +48,42 @@ def _selected_partitions():
                 f'CLUSTERPROOF_AZURE_PARTITIONS={spec!r}: {what}; write '
                 f'NAME[=SLURM_PARTITION],... with NAME among '
                 f'{", ".join(SKUS)}')
-        chosen[name] = slurm_name or name
+        chosen.append((name, name, slurm_name or name))
     return chosen
 
 
-def _partition(name, slurm_name, scheduler):
-    return sku_partition(
-        name, scheduler=scheduler, launcher='srun',
+def _on_this_cluster():
+    host = socket.gethostname()
+    return any(re.match(pattern, host) for pattern in _hostnames())
+
+
+def _discovered_now():
+    """Discovery in memory on a cluster host with nothing configured."""
+    if not _on_this_cluster():
+        return None
+    try:
+        return site_file.entries_of(discovery.discover(timeout=10)) or None
+    except discovery.DiscoveryError:
+        return None
+
+
+def _selected_partitions():
+    """[(ReFrame partition, SKU family, Slurm partition)], by precedence."""
+    spec = os.environ.get('CLUSTERPROOF_AZURE_PARTITIONS', '').strip()
+    if spec:
+        return _from_environment(spec)
+    return (site_file.load() or _discovered_now()
+            or [(name, name, name) for name in SKUS])
+
+
+def _partition(name, family, slurm_name, scheduler):
+    partition = sku_partition(
+        family, scheduler=scheduler, launcher='srun',
         access=[f'--partition={slurm_name}', '--exclusive'], max_jobs=16,
-        extra_extras={'launcher_options': list(LAUNCHER_OPTIONS)})
+        extra_extras={'launcher_options': list(LAUNCHER_OPTIONS),
+                      'vm_size_url': vm_size_url()})
+    partition['name'] = name
+    return partition
 
 
 def _hostnames():
@@ -57,10 +98,12 @@ def _system(name, scheduler, hostnames):
                  f'(scheduler {scheduler})',
         'hostnames': hostnames,
         'modules_system': modules_system(),
-        'partitions': [_partition(part, slurm_name, scheduler)
-                       for part, slurm_name in _selected_partitions().items()],
+        'partitions': [_partition(*chosen, scheduler)
+                       for chosen in _SELECTED],
     }
 
+
+_SELECTED = _selected_partitions()
 
 systems = [
     _system('azure', 'slurm', _hostnames()),

@@ -1,30 +1,18 @@
 """Facts about the Azure VM SKUs the suite targets, as partition extras,
 and the ReFrame partition of one SKU family.
 
-Only layout facts live here (cores, GPUs, HCAs, image paths); reference
-values live in checks/references/*.yaml with their sources.
+Only layout facts live here (cores, GPUs, HCAs, image paths); NCCL's
+environment comes from Azure's recipes (nccl_recipes.py); reference values
+live in checks/references/*.yaml with their sources.
 """
 import copy
 import os
 
-# Topology files shipped by the Azure HPC images in /opt/microsoft/
-_NDV4_TOPO = '/opt/microsoft/ndv4-topo.xml'
-_NDV5_TOPO = '/opt/microsoft/ndv5-topo.xml'
+from .nccl_recipes import RECIPES, nccl_extras
 
 
 def _hcas(count):
     return [f'mlx5_ib{i}' for i in range(count)]
-
-
-def _nccl_env(topo_file=None):
-    env = {
-        'CUDA_DEVICE_ORDER': 'PCI_BUS_ID',
-        'NCCL_IB_PCI_RELAXED_ORDERING': '1',
-        'NCCL_SOCKET_IFNAME': 'eth0',
-    }
-    if topo_file:
-        env['NCCL_TOPO_FILE'] = topo_file
-    return env
 
 
 # VMs of one GB200/GB300 NVL72 rack talk over multi-node NVLink (MNNVL):
@@ -66,7 +54,6 @@ SKUS = {
         'extras': {'vm_sku': 'Standard_ND96amsr_A100_v4',
                    'cores_per_node': 96, 'gpus_per_node': 8,
                    'memory_gib': 1900, 'ib_hcas': _hcas(8),
-                   'nccl_env': _nccl_env(_NDV4_TOPO),
                    # GPU order of the seed's NDv4 nccl-tests command line
                    'gpu_binding': '2,3,0,1,6,7,4,5'},
     },
@@ -75,22 +62,21 @@ SKUS = {
         'gpus': 8, 'gpu_arch': 'sm_90',
         'extras': {'vm_sku': 'Standard_ND96isr_H100_v5',
                    'cores_per_node': 96, 'gpus_per_node': 8,
-                   'memory_gib': 1900, 'ib_hcas': _hcas(8),
-                   'nccl_env': _nccl_env(_NDV5_TOPO)},
+                   'memory_gib': 1900, 'ib_hcas': _hcas(8)},
     },
     'ndh200v5': {
         'descr': 'ND H200 v5: 8 x H200, 8 x 400 Gb/s NDR InfiniBand',
         'gpus': 8, 'gpu_arch': 'sm_90',
         'extras': {'vm_sku': 'Standard_ND96isr_H200_v5',
                    'cores_per_node': 96, 'gpus_per_node': 8,
-                   'ib_hcas': _hcas(8), 'nccl_env': _nccl_env(_NDV5_TOPO)},
+                   'ib_hcas': _hcas(8)},
     },
     'ndgb200v6': {
         'descr': 'ND GB200 v6: 4 x GB200 (Grace + Blackwell), NVLink rack',
         'gpus': 4, 'gpu_arch': 'sm_100',
         'extras': {'vm_sku': 'Standard_ND128isr_NDR_GB200_v6',
                    'cores_per_node': 128, 'gpus_per_node': 4,
-                   'ib_hcas': _hcas(4), 'nccl_env': _nccl_env(),
+                   'ib_hcas': _hcas(4),
                    **_NVL72_MULTINODE},
     },
     'ndgb300v6': {
@@ -99,7 +85,7 @@ SKUS = {
         'gpus': 4, 'gpu_arch': 'sm_103',
         'extras': {'vm_sku': 'Standard_ND128isr_GB300_v6',
                    'cores_per_node': 128, 'gpus_per_node': 4,
-                   'ib_hcas': _hcas(4), 'nccl_env': _nccl_env(),
+                   'ib_hcas': _hcas(4),
                    **_NVL72_MULTINODE},
     },
 }
@@ -112,6 +98,8 @@ def sku_partition(name, *, scheduler, launcher, access, max_jobs,
     a gres resource where it has some."""
     sku = SKUS[name]
     extras = copy.deepcopy(sku['extras'])
+    if name in RECIPES:
+        extras.update(nccl_extras(name))
     extras.setdefault('shared_fs', os.environ.get('CLUSTERPROOF_SHARED_FS',
                                                   '/shared/scratch'))
     extras.setdefault('local_nvme', '/mnt/nvme')

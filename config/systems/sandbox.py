@@ -49,6 +49,8 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
             'local_nvme': os.path.join(SANDBOX_DIR, 'local'),
             # MpiDefault=pmix already; stated so job scripts match Azure's.
             'launcher_options': ['--mpi=pmix'],
+            # Only when set: a loopback stand-in of the metadata service.
+            'vm_size_url': os.environ.get('CLUSTERPROOF_IMDS_URL', ''),
         },
     }
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
                'HpcgCheck', 'HpcgSpackCheck', 'HpccNode', 'NcclSingleNode',
-               'PerftestLoopback')
+               'PerftestLoopback', 'NvlinkFabric')
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
@@ -86,10 +86,14 @@ class Phase:
     partition: str
     scope: str
     pins: list[tuple[str, ...]] = field(default_factory=list)
+    #: Tells apart several sessions of one scope (NVLink domains).
+    tag: str = ''
+    #: More ReFrame options for this session only.
+    options: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
-        return f'{self.partition}-{self.scope}'
+        return '-'.join(filter(None, (self.partition, self.scope, self.tag)))
 
     def scope_options(self) -> list[str]:
         if self.scope == 'whole':
@@ -104,7 +108,7 @@ class Phase:
         if self.scope == 'set':
             for name in SET_CHECKS:
                 options += ['-S', f'{name}.num_nodes={len(self.pins[0])}']
-        return options
+        return options + list(self.options)
 
 
 def phases(system: str, partition: str, nodes: list[str] | None

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from config.results import azure_logs, store
 
-from . import plan, slurm, summary, verdicts
+from . import (block_topology, nvlink, plan, sku_mismatch, slurm, summary,
+               verdicts)
+from . import power_up as powering
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'config' / 'config.py'
@@ -34,6 +36,9 @@ class Options:
     drain: bool = False
     dry_run: bool = False
     max_drain: int | None = None
+    #: Let Slurm start powered-down nodes for the run, at most this many.
+    power_up: bool = False
+    max_power_up: int = powering.DEFAULT_MAX
 
 
 def reframe_command() -> list[str]:
@@ -180,7 +185,8 @@ def _inventory(options: Options, say):
         raise ValueError(f'no partition {", ".join(unknown)} in system '
                          f'{system} (it has: {", ".join(known)})')
     chosen = [known[p] for p in (options.partitions or known)]
-    nodes, phases, notes = {}, [], []
+    nodes, phases, notes, started, mnnvl = {}, [], [], {}, set()
+    budget = options.max_power_up
     for part in chosen:
         fullname = f"{system}:{part['name']}"
         scheduler = part.get('scheduler')
@@ -200,11 +206,32 @@ def _inventory(options: Options, say):
         except slurm.SchedulerError as error:
             raise RunBroken(str(error)) from None
         nodes[fullname] = states
-        usable = [n for n, s in states.items() if slurm.is_usable(s)]
+        if part.get('extras', {}).get('nccl_multinode_fabric') == 'mnnvl':
+            mnnvl.add(part['name'])
+        starting = powering.choose(states, options.power_up, budget)
+        budget -= len(starting)
+        if starting:
+            started[fullname] = starting
+        usable = [n for n, s in states.items()
+                  if slurm.is_usable(s) or n in starting]
         phases += plan.phases(system, part['name'], usable)
+    if started:
+        notes += powering.cost_lines(started, nodes,
+                                     powering.read_suspend_time_s())
     for note in notes:
         say(note)
-    return nodes, phases, notes
+    return nodes, phases, notes, mnnvl
+
+
+def _once(function):
+    """function(), called the first time it is needed, then remembered."""
+    memo = []
+
+    def value():
+        if not memo:
+            memo.append(function())
+        return memo[0]
+    return value
 
 
 def run(options: Options, say=print) -> int:
@@ -213,14 +240,23 @@ def run(options: Options, say=print) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     broken, findings, nodes, notes, drains = [], [], {}, [], []
     try:
-        nodes, phases, notes = _inventory(options, say)
-        results = [run_phase(p, options, workdir, say) for p in phases]
+        nodes, phases, notes, mnnvl = _inventory(options, say)
+        blocks = _once(block_topology.read_blocks)
+        results = []
+        for phase in phases:  # node phases first: they record NVLink domains
+            domains = nvlink.domains_so_far(
+                results, phase, blocks if phase.partition in mnnvl else None)
+            for part in nvlink.split_set_phase(phase, domains):
+                results.append(run_phase(part, options, workdir, say))
         broken += [f'results not kept: {line} (see {result.log})'
                    for result in results for line in unkept(result.log)]
         for result in results:
             broken += verdicts.scheduler_trouble(result.cases)
+            found = []
             for case in result.cases:
-                findings += verdicts.case_findings(case, result.skipped)
+                found += verdicts.case_findings(case, result.skipped)
+            nvlink.label_findings(result.phase, found)
+            findings += found + sku_mismatch.findings(result.cases)
         if nodes:
             slurm.check_controller()
     except (RunBroken, slurm.SchedulerError) as error:

@@ -32,6 +32,10 @@ def _slurm(argv: list[str], env: dict | None) -> str:
     return result.stdout
 
 
+def run_scontrol(args: list[str], env: dict | None = None) -> str:
+    return _slurm(['scontrol', *args], env)
+
+
 def check_controller(env: dict | None = None) -> None:
     """Raise SchedulerError unless slurmctld answers."""
     out = _slurm(['scontrol', 'ping'], env)
@@ -52,6 +56,12 @@ def parse_node_states(text: str) -> dict[str, str]:
 
 def is_usable(state: str) -> bool:
     return state in USABLE_STATES
+
+
+def is_powered_down(state: str) -> bool:
+    """Powered off by Slurm's power saving ('idle~'), not down: a job for
+    it makes Slurm start it (CycleCloud keeps nodes so until needed)."""
+    return state.endswith('~') and state[:-1] in USABLE_STATES
 
 
 def node_states(partition: str, env: dict | None = None) -> dict[str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from config.results import records, store
 
-from .verdicts import GOOD, NOT_MEASURED, Finding, NodeVerdict
+from .verdicts import GOOD, NOT_MEASURED, POWERED_DOWN, Finding, NodeVerdict
 
 COLUMNS = ('node', 'check', 'metric', 'value', 'reference', 'verdict',
            'reason')
@@ -92,10 +92,11 @@ def write_summary(document: dict, directory: Path) -> Path:
 def not_measured_rows(verdicts: list[NodeVerdict],
                       partition_findings: list[Finding],
                       session_id: str) -> list[dict]:
-    """One store row per finding that is not measured: check_perf_result
-    'not_measured', the node in check_job_nodelist, the reason."""
+    """One store row per finding that is not measured (powered-down nodes
+    included): check_perf_result 'not_measured', the node in
+    check_job_nodelist, the reason."""
     findings = [f for v in verdicts for f in v.findings
-                if f.verdict == NOT_MEASURED]
+                if f.verdict in (NOT_MEASURED, POWERED_DOWN)]
     findings += [f for f in partition_findings if f.verdict == NOT_MEASURED]
     rows = []
     for f in findings:

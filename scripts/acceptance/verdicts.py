@@ -14,12 +14,16 @@ from dataclasses import dataclass, field
 from config.results import records
 
 from .plan import scope_of
-from .slurm import is_usable
+from .slurm import is_powered_down, is_usable
 
 PASS, FAIL, NOT_MEASURED = 'pass', 'fail', 'not_measured'
 BAD, SUSPECT, GOOD = 'bad', 'suspect', 'good'
+#: A node Slurm keeps powered off that this run did not start: not bad,
+#: not broken, not measured either.
+POWERED_DOWN = 'powered_down'
+POWERED_DOWN_REASON = 'powered down; `--power-up` to include'
 # Worst first: the order of the summary.
-NODE_VERDICTS = (BAD, SUSPECT, NOT_MEASURED, GOOD)
+NODE_VERDICTS = (BAD, SUSPECT, NOT_MEASURED, POWERED_DOWN, GOOD)
 WHOLE_PARTITION = '*'
 
 # Phases in which the tool ran and its output was judged.
@@ -63,7 +67,8 @@ class NodeVerdict:
 
     def worst_findings(self) -> list[Finding]:
         """What made the verdict: failures (bad/suspect) or gaps."""
-        wanted = {BAD: FAIL, SUSPECT: FAIL, NOT_MEASURED: NOT_MEASURED}
+        wanted = {BAD: FAIL, SUSPECT: FAIL, NOT_MEASURED: NOT_MEASURED,
+                  POWERED_DOWN: POWERED_DOWN}
         verdict = wanted.get(self.verdict)
         return [f for f in self.findings if f.verdict == verdict
                 and not f.blamed_on_partner]
@@ -237,7 +242,12 @@ def node_verdicts(findings: list[Finding], nodes: dict[str, dict[str, str]]
     for partition, states in nodes.items():
         for node, state in states.items():
             found = by_node.pop((partition, node), [])
-            if state is not None and not is_usable(state):
+            if state is not None and is_powered_down(state):
+                if not found:  # else started for this run (--power-up)
+                    found.append(Finding(node, partition, '(powered down)',
+                                         POWERED_DOWN,
+                                         reason=POWERED_DOWN_REASON))
+            elif state is not None and not is_usable(state):
                 found.append(Finding(node, partition, '(all checks)',
                                      NOT_MEASURED, reason=f'Slurm state '
                                      f'{state}: no job can run there'))
@@ -264,6 +274,8 @@ def _verdict(key, found, pair_bad, pair_suspect) -> str:
         return SUSPECT
     if any(f.verdict == NOT_MEASURED for f in found):
         return NOT_MEASURED
+    if any(f.verdict == POWERED_DOWN for f in found):
+        return POWERED_DOWN
     return GOOD
 
 

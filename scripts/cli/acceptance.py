@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scripts.acceptance import plan, session
+from scripts.acceptance import plan, power_up, session
 
 DEFAULT_TAG = 'acceptance'
 
@@ -58,6 +58,15 @@ def add_parser(subparsers):
                         help="give up a job still pending after TIME (ReFrame "
                              "duration, e.g. 30m, 4h; default 2h): its nodes "
                              "are reported not measured; 'none' waits forever")
+    parser.add_argument('--power-up', action='store_true',
+                        help='let Slurm start powered-down (idle~) nodes '
+                             'for the run; what it costs is printed first '
+                             '(default: they are reported powered down, '
+                             'not measured)')
+    parser.add_argument('--max-power-up', type=int,
+                        default=power_up.DEFAULT_MAX, metavar='N',
+                        help='with --power-up: start at most N nodes '
+                             f'(default {power_up.DEFAULT_MAX})')
     parser.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_ARGS',
                         help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
@@ -69,6 +78,9 @@ def run(args) -> int:
                                  and args.max_drain < 0):
         print('acceptance: --retry-failed and --max-drain must be 0 or more',
               file=sys.stderr)
+        return session.EXIT_BROKEN
+    if args.max_power_up < 0:
+        print('acceptance: --max-power-up must be 0 or more', file=sys.stderr)
         return session.EXIT_BROKEN
     if args.dry_run and not args.drain:
         print('acceptance: --dry-run only makes sense with --drain',
@@ -82,7 +94,8 @@ def run(args) -> int:
     options = session.Options(
         selection=selection, system=args.system, partitions=args.partition,
         retries=args.retry_failed, drain=args.drain, dry_run=args.dry_run,
-        max_drain=args.max_drain)
+        max_drain=args.max_drain, power_up=args.power_up,
+        max_power_up=args.max_power_up)
     try:
         return session.run(options, say=lambda line: print(line, flush=True))
     except ValueError as error:

@@ -1,0 +1,85 @@
+"""The node says what it is: every job asks the metadata service for its VM
+size (here a loopback stand-in that, like IMDS, answers only with
+`Metadata: true`), rows carry it, and a node of another SKU than its
+partition declares is a finding with informational results. Nothing is sent
+to 169.254.169.254 or any other non-loopback address: the URL is a setting,
+and the azure job scripts are only written (--dry-run), never run."""
+import os
+import subprocess
+
+from checks.common import vm_size
+from tests.helpers import only_job_script
+from tests.loopback_imds import LoopbackImds
+from tests.test_acceptance import (NODES, STREAM_ONLY, acceptance,  # noqa
+                                   sandbox_env, stored, verdict_of)
+
+
+def test_vm_size_answers_and_mismatches():
+    assert vm_size.parse_vm_size('Standard_HB176rs_v4\n') == \
+        'Standard_HB176rs_v4'
+    assert vm_size.parse_vm_size('<html><body>404</body></html>') == ''
+    assert vm_size.parse_vm_size('') == ''
+    assert vm_size.mismatch('hpc', 'Standard_HB176rs_v4',
+                            'Standard_HB120rs_v3', 'hpc-3') == \
+        'partition hpc declares Standard_HB176rs_v4, node hpc-3 is ' \
+        'Standard_HB120rs_v3'
+    assert vm_size.mismatch('hpc', 'Standard_HB176rs_v4',
+                            'standard_hb176rs_v4', 'hpc-3') == ''
+    assert vm_size.mismatch('hpc', 'Standard_HB176rs_v4', '', 'hpc-3') == ''
+
+
+def test_the_job_command_asks_with_the_header_and_writes_the_size(tmp_path):
+    with LoopbackImds({'sb-n3': 'Standard_HB120rs_v3'}) as imds:
+        command = vm_size.record_command(imds.url)
+        env = {**os.environ, 'SLURMD_NODENAME': 'sb-n3'}
+        subprocess.run(['bash', '-c', command], cwd=tmp_path, env=env,
+                       check=True, timeout=30)
+        assert (tmp_path / vm_size.VM_SIZE_FILE).read_text() == \
+            'Standard_HB120rs_v3'
+        # like IMDS, no header gets no answer; the job then records nothing
+        bare = subprocess.run(['curl', '-s', '-o', '/dev/null', '-w',
+                               '%{http_code}', imds.url.replace('%n',
+                                                                'sb-n3')],
+                              capture_output=True, text=True, timeout=30)
+        assert bare.stdout == '400'
+        subprocess.run(['bash', '-c', command], cwd=tmp_path,
+                       env={**os.environ, 'SLURMD_NODENAME': 'sb-n9'},
+                       check=True, timeout=30)
+        assert (tmp_path / vm_size.VM_SIZE_FILE).read_text() == ''
+    assert [(r['node'], r['metadata']) for r in imds.requests] == [
+        ('sb-n3', 'true'), ('sb-n3', None), ('sb-n9', 'true')]
+
+
+def test_azure_job_scripts_ask_imds_with_a_2s_limit(tmp_path):
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
+    assert ("curl -s -f -m 2 -H 'Metadata: true' --noproxy '*' "
+            "'http://169.254.169.254/metadata/instance/compute/vmSize"
+            "?api-version=2021-02-01&format=text' > "
+            "clusterproof_vm_size.txt 2>/dev/null || true") in script
+
+
+def test_a_node_of_another_sku_is_a_finding_and_informational(sandbox_env):
+    sizes = {node: 'Standard_HB176rs_v4' for node in NODES}
+    sizes['sb-n3'] = 'Standard_HB120rs_v3'
+    with LoopbackImds(sizes) as imds:
+        env = {**sandbox_env, 'CLUSTERPROOF_IMDS_URL': imds.url}
+        result, summary = acceptance(
+            env, '--system', 'sandbox', '--partition', 'hbv4', *STREAM_ONLY,
+            '--', '-S', 'array_size=20000000')
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert verdict_of(summary) == {'sb-n1': 'good', 'sb-n2': 'good',
+                                   'sb-n3': 'not_measured', 'sb-n4': 'good'}
+    assert ('partition hbv4 declares Standard_HB176rs_v4, node sb-n3 is '
+            'Standard_HB120rs_v3: its results are informational') in out
+    assert {r['node'] for r in imds.requests} == set(NODES)
+    assert all(r['metadata'] == 'true' for r in imds.requests)
+    rows = {r['check_job_nodelist'][0]: r for r in stored(env)
+            if r['check_perf_var'] == 'triad_bw'}
+    assert {n: r['vm_sku_observed'] for n, r in rows.items()} == sizes
+    assert {n: r['vm_sku'] for n, r in rows.items()} == \
+        {n: 'Standard_HB176rs_v4' for n in NODES}
+    # judged against nothing: the observed SKU's reference, shown
+    assert rows['sb-n3']['check_perf_result'] == 'informational'
+    assert rows['sb-n3']['check_perf_lower_thres'] is None
+    assert rows['sb-n1']['check_perf_result'] == 'pass'
