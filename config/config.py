@@ -8,7 +8,13 @@ config/results/perflog.py. The system is chosen the ReFrame way: ``--system NAME
 ``local`` (this machine, no scheduler) matches any host, so it comes last.
 """
 from .results import perflog, store
-from .systems import azure, local, pbs_example, sandbox
+
+# A home that cannot hold the store stops ReFrame here, in one line naming it
+# (ReFrame reports an OSError of its configuration so), before the systems
+# read their site file from it.
+store.check_home()
+
+from .systems import azure, local, pbs_example, sandbox  # noqa: E402
 
 # Order matters: the first hostname match wins and local matches anything.
 FAMILIES = [azure, sandbox, pbs_example, local]

@@ -12,7 +12,7 @@ part of it, and a torn tail left by a crash is cut back to its last newline
 
 Every reader goes through ``session_files`` and ``file_rows``: an entry that
 is not a regular file (directory, dangling link, FIFO) is never opened, and a
-line that cannot be read (not UTF-8, not JSON, not an object, no record_id)
+line that cannot be read (not UTF-8, not JSON, not an object)
 is skipped with one warning naming file and line; a NaN, an infinity or a
 value of the wrong type reads as null, with the warning. Nothing one bad line
 holds stops the rest.
@@ -278,8 +278,6 @@ def parse_line(raw: bytes) -> tuple[dict, list[str]]:
     if nulled:
         nulled = [f'{token} read as null' for token in nulled]
     nulled += _retype(row)
-    if not row.get('record_id'):
-        raise Unreadable('no record_id')
     return row, nulled
 
 
