@@ -45,8 +45,9 @@ def _row(session: str, when: dt.datetime, **values) -> dict:
     return records.make_row({**base, **values})
 
 
-def _eastus(day: int, when: dt.datetime, session: str) -> list[dict]:
-    last = day == DAYS - 1
+def _eastus(day: int, when: dt.datetime, session: str,
+            days: int = DAYS) -> list[dict]:
+    last = day == days - 1
     common = {'cluster': 'prod-eastus', 'check_system': 'azure',
               'check_partition': 'hbv4', 'vm_sku': HB_SKU}
     rows = []
@@ -82,7 +83,7 @@ def _eastus(day: int, when: dt.datetime, session: str) -> list[dict]:
         check_perf_result='no_reference',
         check_jobid=f'{105 + 10 * day}',
         check_job_nodelist=['hb-1', 'hb-2'], check_num_tasks=2))
-    if day == DAYS - 3:
+    if day == days - 3:
         rows.append(_row(
             session, when + dt.timedelta(minutes=20), **common,
             record_id='ior-failed', check_name='IorCheck_1',
@@ -99,12 +100,13 @@ def _eastus(day: int, when: dt.datetime, session: str) -> list[dict]:
     return rows
 
 
-def _westeu(day: int, when: dt.datetime, session: str) -> list[dict]:
-    last = day == DAYS - 1
+def _westeu(day: int, when: dt.datetime, session: str,
+            days: int = DAYS) -> list[dict]:
+    last = day == days - 1
     common = {'cluster': 'prod-westeu', 'check_system': 'azure',
               'check_partition': 'ndv5', 'vm_sku': ND_SKU}
     rows = []
-    if day >= DAYS - 2:
+    if day >= days - 2:
         for index, node in enumerate(ND_NODES):
             for hca_index, hca in enumerate(HCAS):
                 rows.append(_row(
@@ -142,15 +144,15 @@ def _westeu(day: int, when: dt.datetime, session: str) -> list[dict]:
     return rows
 
 
-def build(home: Path, now: dt.datetime = NOW) -> list[dict]:
+def build(home: Path, now: dt.datetime = NOW, days: int = DAYS) -> list[dict]:
     """Write the store under *home*/results, its last runs ten hours before
-    *now*; return the distinct rows."""
+    *now*, one run a day for *days* days; return the distinct rows."""
     written = []
-    for day in range(DAYS):
-        when = now - dt.timedelta(days=DAYS - 1 - day, hours=10)
+    for day in range(days):
+        when = now - dt.timedelta(days=days - 1 - day, hours=10)
         for cluster, rows_of in (('eastus', _eastus), ('westeu', _westeu)):
             session = f'{when:%Y%m%dT%H%M%SZ}-{cluster}'
-            rows = rows_of(day, when, session)
+            rows = rows_of(day, when, session, days)
             path = home / 'results' / f'{when:%Y-%m-%d}' / f'{session}.jsonl'
             path.parent.mkdir(parents=True, exist_ok=True)
             lines = [json.dumps(row) for row in rows]

@@ -61,15 +61,18 @@ def test_node_outliers_finds_the_one_bad_node(runner):
     assert [(r['node'], r['check_perf_var'], r['cluster']) for r in outliers] \
         == [('hb-3', 'triad_bw', 'prod-eastus')]
     [bad] = outliers
-    assert bad['value'] == 560000.0 and bad['peers'] == 4
+    # its three peers, itself left out of their median
+    assert bad['value'] == 560000.0 and bad['peers'] == 3
+    assert bad['peer_median'] == 710000.0
     assert bad['worse_pct'] > 10 and bad['robust_z'] < -3.5
 
 
-def test_node_outliers_keeps_devices_apart(runner):
+def test_node_outliers_needs_four_nodes(runner):
+    # three ND nodes: too few to judge (tests/test_judging_peers.py judges
+    # them with a smaller minimum, each HCA apart)
     rows = [r for r in runner.run('node_outliers').records()
             if r['check_perf_var'] == 'bw_avg']
-    assert {r['device'] for r in rows} == set(query_store.HCAS)
-    assert all(r['peers'] == len(query_store.ND_NODES) for r in rows)
+    assert rows == []
 
 
 def test_regressions_find_the_drop_the_latency_and_the_failed_reference(

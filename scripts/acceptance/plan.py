@@ -86,10 +86,16 @@ class Phase:
     partition: str
     scope: str
     pins: list[tuple[str, ...]] = field(default_factory=list)
-    #: Tells apart several sessions of one scope (NVLink domains).
+    #: Tells apart several sessions of one scope (NVLink domains, a
+    #: confirmation or re-pair run).
     tag: str = ''
     #: More ReFrame options for this session only.
     options: list[str] = field(default_factory=list)
+    #: Only these test classes of the scope (a confirmation or re-pair run).
+    names: tuple[str, ...] = ()
+    #: A second run of tests already run (same test hashes): it gets its own
+    #: ReFrame prefix, so the first run's stage and output stay.
+    rerun: bool = False
 
     @property
     def label(self) -> str:
@@ -99,8 +105,8 @@ class Phase:
         if self.scope == 'whole':
             return ['-x', names_pattern(NODE_CHECKS + PAIR_CHECKS
                                         + SET_CHECKS)]
-        names = {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
-                 'set': SET_CHECKS}[self.scope]
+        names = self.names or {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
+                               'set': SET_CHECKS}[self.scope]
         values = VALUE_DELIMITER.join(','.join(pin) for pin in self.pins)
         options = ['-n', names_pattern(names),
                    '-P', f'{PIN_VARIABLE}={values}',

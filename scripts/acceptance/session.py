@@ -6,13 +6,15 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.results import azure_logs, store
+from scripts.judging import baseline, peers
 
-from . import (block_topology, nvlink, plan, sku_mismatch, slurm, summary,
-               verdicts)
+from . import (block_topology, confirm, judge, nvlink, plan, repair, resume,
+               sku_mismatch, slurm, summary, verdicts)
 from . import power_up as powering
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,6 +41,15 @@ class Options:
     #: Let Slurm start powered-down nodes for the run, at most this many.
     power_up: bool = False
     max_power_up: int = powering.DEFAULT_MAX
+    peer_rules: peers.Rules = field(default_factory=peers.Rules)
+    baselines: baseline.Layer = field(default_factory=baseline.Layer)
+    #: confirmation sessions of what a bad node failed (--confirm)
+    confirm: int = 0
+    #: a suspect pair runs again, each node with a good partner
+    repair_suspects: bool = True
+    #: test the nodes clusterproof drained, in a reservation; resume the
+    #: good ones, drain the others again (resume.py)
+    resume: bool = False
 
 
 def reframe_command() -> list[str]:
@@ -79,9 +90,12 @@ def run_phase(phase: plan.Phase, options: Options, workdir: Path,
               say) -> PhaseResult:
     report = workdir / f'{phase.label}.report.json'
     log = workdir / f'{phase.label}.log'
+    # a second run of a scope (confirm, re-pair) has the same test hashes:
+    # its own prefix keeps the first run's stage and output directories
+    prefix = workdir / ('reframe-' + phase.label if phase.rerun
+                        else 'reframe')
     argv = reframe_command() + plan.reframe_options(
-        phase, options.selection, str(report), str(workdir / 'reframe'),
-        options.retries)
+        phase, options.selection, str(report), str(prefix), options.retries)
     say(f'running {phase.scope} checks on {phase.system}:{phase.partition}'
         + (f' ({len(phase.pins)} job sets)' if phase.pins else ''))
     with open(log, 'w') as out:
@@ -116,16 +130,21 @@ def _read_report(report: Path, returncode: int, log: Path) -> dict:
                         f'(exit {returncode}); see {log}') from None
 
 
+REFERENCE_WORDS = {verdicts.PEERS: "peers' median",
+                   verdicts.SITE_BASELINE: 'site baseline'}
+
+
 def _drain_reason(verdict: verdicts.NodeVerdict) -> str:
     worst = verdict.worst_findings()[0]
     if worst.metric:
         unit = f' {worst.unit}' if worst.unit else ''
-        what = (f'{worst.metric}={worst.value:g}{unit} ref '
+        against = REFERENCE_WORDS.get(worst.basis, 'ref')
+        what = (f'{worst.metric}={worst.value:g}{unit} {against} '
                 f'{worst.reference:g}{unit}') if worst.value is not None \
             and worst.reference is not None else worst.metric
     else:
         what = ' '.join(worst.reason.split())[:120]
-    return f'clusterproof acceptance: {worst.check} {what}'
+    return f'{resume.DRAIN_PREFIX} {worst.check} {what}'
 
 
 def plan_drains(node_verdicts, max_drain: int | None,
@@ -202,7 +221,10 @@ def _inventory(options: Options, say):
                             'access options (--partition=...)')
         try:
             slurm.check_controller()
-            states = slurm.node_states(slurm_partition)
+            states = slurm.node_states(slurm_partition) \
+                if not options.resume else {
+                    n: 'idle' for n in resume.our_drains(
+                        slurm.node_reasons(slurm_partition))}
         except slurm.SchedulerError as error:
             raise RunBroken(str(error)) from None
         nodes[fullname] = states
@@ -214,6 +236,10 @@ def _inventory(options: Options, say):
             started[fullname] = starting
         usable = [n for n, s in states.items()
                   if slurm.is_usable(s) or n in starting]
+        if options.resume:   # only its drained nodes, nothing else
+            phases += [p for p in plan.phases(system, part['name'], usable)
+                       if usable and p.scope != 'whole']
+            continue
         phases += plan.phases(system, part['name'], usable)
     if started:
         notes += powering.cost_lines(started, nodes,
@@ -234,13 +260,68 @@ def _once(function):
     return value
 
 
+def _judge_after_run(results: list[PhaseResult], findings: list,
+                     started: float, options: Options) -> list:
+    """Peers, site baseline and common mode, from the rows the phases
+    stored; adds to *findings* and returns the verdicts decided (for the
+    verdict rows)."""
+    jobids = {str(case['jobid']) for result in results
+              for case in result.cases if case.get('jobid')}
+    rows = judge.rows_of_run(jobids, started)
+    judge.link_rows(findings, rows)
+    decided = judge.peer_judgements(rows, options.peer_rules) + \
+        judge.baseline_judgements(rows, options.baselines)
+    findings += judge.failing_findings(decided, findings)
+    findings += judge.shared_failures(findings)
+    return decided
+
+
+def _targets(nodes: dict) -> set[tuple[str, str]]:
+    return {(part, node) for part, states in nodes.items() for node in states}
+
+
+def _hold_drained(nodes: dict, session_id: str, options: Options,
+                  say) -> str | None:
+    """Reserve and resume the nodes clusterproof drained; their jobs run
+    in the reservation (ReFrame -J reservation=...)."""
+    targets = sorted(node for _, node in _targets(nodes))
+    if not targets:
+        say(f'--resume: no node drained by clusterproof '
+            f'("{resume.DRAIN_PREFIX} ...") is idle')
+        return None
+    name = resume.reservation_name(session_id)
+    try:
+        resume.hold(name, targets, say)
+    except slurm.SchedulerError as error:
+        raise RunBroken(f'--resume: {error}') from None
+    options.selection.extra[:0] = ['-J', f'reservation={name}']
+    return name
+
+
+def _measure_again(results: list[PhaseResult], started: float,
+                   options: Options) -> tuple[list, list]:
+    """The findings of confirmation sessions, with their baseline
+    verdicts (their peers are the first run's: confirm.py)."""
+    findings = [f for result in results for case in result.cases
+                for f in verdicts.case_findings(case, result.skipped)]
+    jobids = {str(case['jobid']) for result in results
+              for case in result.cases if case.get('jobid')}
+    rows = judge.rows_of_run(jobids, started)
+    judge.link_rows(findings, rows)
+    decided = judge.baseline_judgements(rows, options.baselines)
+    return findings + judge.failing_findings(decided, findings), decided
+
+
 def run(options: Options, say=print) -> int:
     session_id = store.new_session_id()
     workdir = store.home() / 'acceptance' / session_id
     workdir.mkdir(parents=True, exist_ok=True)
     broken, findings, nodes, notes, drains = [], [], {}, [], []
+    judgements, started, reservation = [], time.time(), None
     try:
         nodes, phases, notes, mnnvl = _inventory(options, say)
+        if options.resume:
+            reservation = _hold_drained(nodes, session_id, options, say)
         blocks = _once(block_topology.read_blocks)
         results = []
         for phase in phases:  # node phases first: they record NVLink domains
@@ -257,6 +338,17 @@ def run(options: Options, say=print) -> int:
                 found += verdicts.case_findings(case, result.skipped)
             nvlink.label_findings(result.phase, found)
             findings += found + sku_mismatch.findings(result.cases)
+        judgements = _judge_after_run(results, findings, started, options)
+        if options.repair_suspects and nodes:
+            repair.repair(
+                findings, nodes,
+                lambda phase: run_phase(phase, options, workdir, say),
+                lambda again: _measure_again(again, started, options)[0], say)
+        if options.confirm and nodes:
+            judgements += confirm.confirm(
+                options.confirm, findings, judgements, nodes,
+                lambda phase: run_phase(phase, options, workdir, say),
+                lambda again: _measure_again(again, started, options), say)
         if nodes:
             slurm.check_controller()
     except (RunBroken, slurm.SchedulerError) as error:
@@ -274,17 +366,36 @@ def run(options: Options, say=print) -> int:
             and not partition_findings else EXIT_FINDINGS
         for line in summary.table_lines(node_verdicts, partition_findings):
             say(line)
-        if options.drain:
+        if options.resume:
+            drains = resume.still_bad(node_verdicts, _targets(nodes),
+                                      _drain_reason)
+            apply_drains(drains, False, say)
+        elif options.drain:
             drains, drain_notes = plan_drains(node_verdicts,
                                               options.max_drain, set(nodes))
             notes += drain_notes
             for note in drain_notes:
                 say(note)
             apply_drains(drains, options.dry_run, say)
-        rows_file = summary.store_rows(summary.not_measured_rows(
-            node_verdicts, partition_findings, session_id), session_id)
+        rows_file = summary.store_rows(
+            summary.not_measured_rows(node_verdicts, partition_findings,
+                                      session_id)
+            + summary.shared_failure_rows(partition_findings, session_id)
+            + judge.verdict_rows(judgements, session_id), session_id)
         if rows_file:
-            say(f'not-measured findings stored in {rows_file}')
+            say(f'findings and verdicts stored in {rows_file}')
+    if broken and reservation:
+        # what was resumed to be tested goes back to drain
+        drains = [{'node': node, 'reason': f'{resume.DRAIN_PREFIX} --resume '
+                   'could not test it (the run broke)'}
+                  for _, node in sorted(_targets(nodes))]
+        apply_drains(drains, False, say)
+    if reservation:
+        try:
+            slurm.release(reservation)
+            say(f'reservation {reservation} deleted')
+        except slurm.SchedulerError as error:
+            say(f'could not delete reservation {reservation}: {error}')
     document = summary.summary_document(
         session_id, code, [] if broken else node_verdicts,
         [] if broken else partition_findings, broken, drains, notes)

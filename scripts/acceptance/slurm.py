@@ -88,3 +88,44 @@ def drain_command(node: str, reason: str) -> list[str]:
 
 def drain(node: str, reason: str, env: dict | None = None) -> None:
     _slurm(drain_command(node, reason), env)
+
+
+# --- the drain lifecycle (--resume) -----------------------------------------
+
+def parse_node_reasons(text: str) -> dict[str, tuple[str, str]]:
+    """`sinfo -h -N -o '%N|%T|%E'` -> {node: (state, reason)}."""
+    found = {}
+    for line in text.splitlines():
+        fields = line.split('|', 2)
+        if len(fields) == 3:
+            found.setdefault(fields[0].strip(), (fields[1].strip().lower(),
+                                                 fields[2].strip()))
+    return found
+
+
+def node_reasons(partition: str, env: dict | None = None
+                 ) -> dict[str, tuple[str, str]]:
+    return parse_node_reasons(_slurm(
+        ['sinfo', '-h', '-N', '-p', partition, '-o', '%N|%T|%E'], env))
+
+
+def reservation_command(name: str, nodes: list[str], user: str,
+                        minutes: int) -> list[str]:
+    """A maintenance reservation of these nodes for *user* only, starting
+    now, that running jobs do not block."""
+    return ['scontrol', 'create', 'reservation', f'ReservationName={name}',
+            f'Nodes={",".join(nodes)}', 'StartTime=now',
+            f'Duration={minutes}', f'Users={user}', 'Flags=maint,ignore_jobs']
+
+
+def reserve(name: str, nodes: list[str], user: str, minutes: int,
+            env: dict | None = None) -> None:
+    _slurm(reservation_command(name, nodes, user, minutes), env)
+
+
+def release(name: str, env: dict | None = None) -> None:
+    _slurm(['scontrol', 'delete', f'ReservationName={name}'], env)
+
+
+def resume(node: str, env: dict | None = None) -> None:
+    _slurm(['scontrol', 'update', f'nodename={node}', 'state=resume'], env)

@@ -8,11 +8,13 @@ from pathlib import Path
 
 from config.results import records, store
 
-from .verdicts import GOOD, NOT_MEASURED, POWERED_DOWN, Finding, NodeVerdict
+from .verdicts import (FAIL, GOOD, NOT_MEASURED, POWERED_DOWN, Finding,
+                       NodeVerdict)
 
 COLUMNS = ('node', 'check', 'metric', 'value', 'reference', 'verdict',
            'reason')
 ROW_FACILITY = 'clusterproof-acceptance'
+BASIS_PREFIX = {'peers': 'peers: ', 'site_baseline': 'site baseline: '}
 
 
 def _number(value) -> str:
@@ -28,9 +30,12 @@ def table_lines(verdicts: list[NodeVerdict],
     rows = []
     for verdict in verdicts:
         if verdict.verdict == GOOD:
+            aside = [f.set_aside for f in verdict.findings if f.set_aside]
             rows.append((verdict.node, '-', '-', '-', '-', GOOD,
-                         f'{len(verdict.findings)} result(s) within '
-                         'reference or without verdict'))
+                         f'{len(verdict.findings) - len(aside)} result(s) '
+                         'within reference or without verdict' + ''.join(
+                             f'; {aside.count(why)} failure(s) {why}'
+                             for why in sorted(set(aside)))))
             continue
         for f in verdict.worst_findings():
             unit = f' {f.unit}' if f.unit else ''
@@ -39,7 +44,8 @@ def table_lines(verdicts: list[NodeVerdict],
                          _number(f.value) + unit,
                          _number(f.reference) + (unit if f.reference
                                                   is not None else ''),
-                         verdict.verdict, (partner + f.reason).strip()))
+                         verdict.verdict,
+                         (partner + basis_prefix(f) + f.reason).strip()))
     for f in partition_findings:
         rows.append((f'{f.partition} (whole)', f.check, f.metric or '-',
                      _number(f.value), _number(f.reference), f.verdict,
@@ -53,6 +59,12 @@ def table_lines(verdicts: list[NodeVerdict],
         cells = [str(c).ljust(w) for c, w in zip(row, widths)]
         lines.append('  '.join(cells + [_one_line(str(row[-1]))]).rstrip())
     return lines
+
+
+def basis_prefix(f: Finding) -> str:
+    """'peers: ' or 'site baseline: ' before a reason (a published
+    reference's reason says 'bound' and 'reference' itself)."""
+    return BASIS_PREFIX.get(f.basis, '')
 
 
 def _one_line(text: str, limit: int = 160) -> str:
@@ -98,28 +110,71 @@ def not_measured_rows(verdicts: list[NodeVerdict],
     findings = [f for v in verdicts for f in v.findings
                 if f.verdict in (NOT_MEASURED, POWERED_DOWN)]
     findings += [f for f in partition_findings if f.verdict == NOT_MEASURED]
-    rows = []
-    for f in findings:
-        system, _, partition = f.partition.partition(':')
-        rows.append(records.make_row({
-            'TimeGenerated': records.now_iso(),
-            'record_id': str(uuid.uuid4()),
-            'session_id': session_id,
-            'facility': ROW_FACILITY,
-            'data_version': records.DATA_VERSION,
-            'cluster': records.cluster_name(system),
-            'check_system': system,
-            'check_partition': partition,
-            'check_name': f.check.split('%')[0].strip(),
-            'check_display_name': f.check,
-            'check_perf_result': NOT_MEASURED,
-            'check_result': 'not_measured',
-            'check_fail_reason': f.reason,
-            'check_jobid': f.jobid,
-            'check_job_nodelist': [] if f.node.startswith('*') else [f.node],
-            'check_tags': ['acceptance'],
-        }))
-    return rows
+    return [_finding_row(f, session_id, NOT_MEASURED, 'not_measured')
+            for f in findings]
+
+
+def _finding_row(f: Finding, session_id: str, perf_result: str,
+                 result: str, **values) -> dict:
+    system, _, partition = f.partition.partition(':')
+    return records.make_row({
+        **_acceptance_row(session_id),
+        'cluster': records.cluster_name(system),
+        'check_system': system,
+        'check_partition': partition,
+        'check_name': f.check.split('%')[0].strip(),
+        'check_display_name': f.check,
+        'check_perf_result': perf_result,
+        'check_result': result,
+        'check_fail_reason': f.reason,
+        'check_jobid': f.jobid,
+        'check_job_nodelist': [] if f.node.startswith('*') else [f.node],
+        **values,
+    })
+
+
+def _acceptance_row(session_id: str) -> dict:
+    """What every row acceptance writes itself has."""
+    return {'TimeGenerated': records.now_iso(),
+            'record_id': str(uuid.uuid4()), 'session_id': session_id,
+            'facility': ROW_FACILITY, 'data_version': records.DATA_VERSION,
+            'check_tags': ['acceptance']}
+
+
+# What a verdict row copies from the row it judges.
+_JUDGED_COLUMNS = ('cluster', 'check_system', 'check_partition', 'vm_sku',
+                   'check_name', 'check_display_name', 'check_environ',
+                   'check_perf_var', 'device', 'check_perf_unit',
+                   'check_jobid', 'check_job_nodelist', 'reference_key',
+                   'check_params')
+
+
+def verdict_row(judged: dict, session_id: str, verdict: str, basis: str,
+                reason: str, reference: float | None = None) -> dict:
+    """A verdict decided after the run (peers, site baseline) about one
+    stored row, which never changes: facility clusterproof-acceptance, the
+    judged row's record_id, the basis, the verdict and the reason; the
+    value stays on the judged row (check_perf_value is null here, so no
+    query counts the measurement twice), what it was held against is
+    check_perf_ref."""
+    values = {name: judged.get(name) for name in _JUDGED_COLUMNS}
+    return records.make_row({
+        **values,
+        **_acceptance_row(session_id),
+        'judged_record_id': judged['record_id'],
+        'verdict_basis': basis,
+        'check_perf_result': verdict,
+        'check_result': verdict,
+        'check_fail_reason': reason if verdict == FAIL else None,
+        'check_perf_ref': reference,
+    })
+
+
+def shared_failure_rows(partition_findings: list[Finding],
+                        session_id: str) -> list[dict]:
+    """One row per common-mode partition finding (no node named)."""
+    return [_finding_row(f, session_id, FAIL, FAIL, check_perf_var=f.metric)
+            for f in partition_findings if f.scope == 'common']
 
 
 def store_rows(rows: list[dict], session_id: str) -> Path | None:

@@ -17,6 +17,7 @@ from .plan import scope_of
 from .slurm import is_powered_down, is_usable
 
 PASS, FAIL, NOT_MEASURED = 'pass', 'fail', 'not_measured'
+PUBLISHED, SITE_BASELINE, PEERS = 'published', 'site_baseline', 'peers'
 BAD, SUSPECT, GOOD = 'bad', 'suspect', 'good'
 #: A node Slurm keeps powered off that this run did not start: not bad,
 #: not broken, not measured either.
@@ -53,6 +54,17 @@ class Finding:
     jobid: str | None = None
     attempts: int = 1
     blamed_on_partner: bool = False
+    #: what judged it: 'published', 'site_baseline' or 'peers' (None: the
+    #: tool's own error, or not judged)
+    basis: str | None = None
+    #: the stored row it judges (its record_id), where one is known
+    record_id: str | None = None
+    #: why this failure is not the node's ('' = it is): shared by most of
+    #: the partition (common_mode.py), or passed when measured again
+    #: (--confirm)
+    set_aside: str = ''
+    #: the verdict of each confirmation run (--confirm), in order
+    confirmations: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -71,7 +83,7 @@ class NodeVerdict:
                   POWERED_DOWN: POWERED_DOWN}
         verdict = wanted.get(self.verdict)
         return [f for f in self.findings if f.verdict == verdict
-                and not f.blamed_on_partner]
+                and not f.blamed_on_partner and not f.set_aside]
 
 
 def skip_reasons(reframe_output: str) -> dict[str, str]:
@@ -153,6 +165,8 @@ def _metric_findings(case: dict, base: dict) -> list[Finding]:
         found.append(Finding(**base, verdict=verdict or PASS,
                              metric=key.split(':')[-1], value=value,
                              unit=unit, reference=ref,
+                             basis=PUBLISHED if verdict in (PASS, FAIL)
+                             else None,
                              reason=_bound_missed(value, ref, lower, upper)
                              if verdict == FAIL else ''))
     return found
@@ -209,6 +223,7 @@ def _pair_blame(findings: list[Finding]) -> tuple[set, set]:
     two different partners; suspect when it failed with one partner that
     is not bad itself (the pair cannot say which of the two it is)."""
     partners: dict[tuple, set] = {}
+    findings = [f for f in findings if not f.set_aside]
     for f in findings:
         if f.scope == 'pair' and f.verdict == FAIL and f.partner:
             partners.setdefault((f.partition, f.check, f.node), set()).add(
@@ -268,7 +283,7 @@ def node_verdicts(findings: list[Finding], nodes: dict[str, dict[str, str]]
 
 def _verdict(key, found, pair_bad, pair_suspect) -> str:
     if key in pair_bad or any(f.verdict == FAIL and f.scope == 'node'
-                              for f in found):
+                              and not f.set_aside for f in found):
         return BAD
     if key in pair_suspect:
         return SUSPECT

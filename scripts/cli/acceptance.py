@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from scripts.acceptance import plan, power_up, session
+from scripts.judging import baseline, peers
 
 DEFAULT_TAG = 'acceptance'
 
@@ -45,6 +46,22 @@ def add_parser(subparsers):
     parser.add_argument('--retry-failed', type=int, default=0, metavar='N',
                         help='re-measure a failing check up to N times '
                              'before judging its node')
+    parser.add_argument('--confirm', type=int, default=0, metavar='N',
+                        help='run the checks a bad node failed (on any '
+                             'basis: published, site baseline, peers) again '
+                             'in a pinned session, up to N times: the node '
+                             'is bad only if it fails every attempt')
+    parser.add_argument('--no-repair', action='store_true',
+                        help='do not re-run a suspect pair (a pair check '
+                             'failed with one partner only) with a good '
+                             'partner for each node')
+    parser.add_argument('--resume', action='store_true',
+                        help='test only the nodes clusterproof drained '
+                             '(reason "clusterproof acceptance: ..."), inside '
+                             'a Slurm maintenance reservation made for them: '
+                             'resume those that pass, drain the others again '
+                             'with an updated reason; other drains (admins, '
+                             'the CycleCloud health agent) are never touched')
     parser.add_argument('--drain', action='store_true',
                         help='put bad nodes in Slurm DRAIN with a reason '
                              'naming the check, value and reference')
@@ -58,6 +75,22 @@ def add_parser(subparsers):
                         help="give up a job still pending after TIME (ReFrame "
                              "duration, e.g. 30m, 4h; default 2h): its nodes "
                              "are reported not measured; 'none' waits forever")
+    parser.add_argument('--peer-tolerance', action='append', default=[],
+                        metavar='[TEST=]PCT',
+                        help='a node fails against its peers when worse '
+                             'than their median by more than PCT%% (and '
+                             'beyond --peer-z); TEST= sets it for one test '
+                             f'class (default {100 * peers.DEFAULT_TOLERANCE:g})')
+    parser.add_argument('--peer-z', action='append', default=[],
+                        metavar='[TEST=]Z',
+                        help='... and its robust z-score (median absolute '
+                             'deviation) is beyond Z (default '
+                             f'{peers.DEFAULT_Z_LIMIT:g})')
+    parser.add_argument('--min-peers', type=int,
+                        default=peers.DEFAULT_MIN_NODES, metavar='N',
+                        help='judge against peers only groups of at least N '
+                             'nodes, the node included (default '
+                             f'{peers.DEFAULT_MIN_NODES})')
     parser.add_argument('--power-up', action='store_true',
                         help='let Slurm start powered-down (idle~) nodes '
                              'for the run; what it costs is printed first '
@@ -73,11 +106,46 @@ def add_parser(subparsers):
     return parser
 
 
+def _settings(values: list[str], what: str) -> dict[str, float]:
+    """['12', 'OsuPointToPoint=20'] -> {'': 12.0, 'OsuPointToPoint': 20.0}"""
+    found = {}
+    for value in values:
+        test, _, number = value.rpartition('=')
+        try:
+            found[test] = float(number)
+        except ValueError:
+            raise ValueError(f'{what} {value!r}: not [TEST=]NUMBER') from None
+        if found[test] < 0:
+            raise ValueError(f'{what} {value!r}: must be 0 or more')
+    return found
+
+
+def peer_rules(args) -> peers.Rules:
+    tolerances = _settings(args.peer_tolerance, '--peer-tolerance')
+    limits = _settings(args.peer_z, '--peer-z')
+    if args.min_peers < 2:
+        raise ValueError('--min-peers must be 2 or more')
+
+    def rule(test: str) -> peers.Rule:
+        return peers.Rule(
+            tolerances.get(test, tolerances.get(
+                '', 100 * peers.DEFAULT_TOLERANCE)) / 100,
+            limits.get(test, limits.get('', peers.DEFAULT_Z_LIMIT)),
+            args.min_peers)
+    tests = sorted((set(tolerances) | set(limits)) - {''})
+    return peers.Rules(rule(''), tuple((t, rule(t)) for t in tests))
+
+
 def run(args) -> int:
-    if args.retry_failed < 0 or (args.max_drain is not None
-                                 and args.max_drain < 0):
-        print('acceptance: --retry-failed and --max-drain must be 0 or more',
+    if args.retry_failed < 0 or args.confirm < 0 or (
+            args.max_drain is not None and args.max_drain < 0):
+        print('acceptance: --retry-failed, --confirm and --max-drain must be '
+              '0 or more',
               file=sys.stderr)
+        return session.EXIT_BROKEN
+    if args.resume and (args.drain or args.dry_run):
+        print('acceptance: --resume drains and resumes by itself; it takes '
+              'no --drain or --dry-run', file=sys.stderr)
         return session.EXIT_BROKEN
     if args.max_power_up < 0:
         print('acceptance: --max-power-up must be 0 or more', file=sys.stderr)
@@ -91,12 +159,15 @@ def run(args) -> int:
         tags=args.tag or [DEFAULT_TAG], excludes=args.exclude,
         extra=args.reframe_args,
         max_pending=None if args.max_pending == 'none' else args.max_pending)
-    options = session.Options(
-        selection=selection, system=args.system, partitions=args.partition,
-        retries=args.retry_failed, drain=args.drain, dry_run=args.dry_run,
-        max_drain=args.max_drain, power_up=args.power_up,
-        max_power_up=args.max_power_up)
     try:
+        options = session.Options(
+            selection=selection, system=args.system,
+            partitions=args.partition, retries=args.retry_failed,
+            drain=args.drain, dry_run=args.dry_run, max_drain=args.max_drain,
+            peer_rules=peer_rules(args),
+            baselines=baseline.Layer.from_setting(), confirm=args.confirm,
+            repair_suspects=not args.no_repair, resume=args.resume,
+            power_up=args.power_up, max_power_up=args.max_power_up)
         return session.run(options, say=lambda line: print(line, flush=True))
     except ValueError as error:
         print(f'acceptance: {error}', file=sys.stderr)

@@ -10,7 +10,7 @@ from config.results import store
 
 # Each module has add_parser(subparsers), which sets func=run.
 SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy', 'sync', 'query', 'report',
-               'acceptance', 'discover']
+               'acceptance', 'discover', 'baseline']
 
 EXIT_USAGE = 2
 

@@ -66,15 +66,27 @@ def _series(trends: list[dict]) -> list[Series]:
                                     key=lambda item: tuple(map(str, item[0])))]
 
 
+BASIS_WORDS = {'published': 'published reference',
+               'site_baseline': 'site baseline', 'peers': 'peers'}
+
+
 def _bad_nodes(latest: list[dict], outliers: list[dict]) -> list[dict]:
     """A node is bad when its latest verdict of a test is a failure, or it
     is an outlier among its peers in a run."""
     bad = [{'cluster': r['cluster'], 'partition': r['check_partition'],
-            'node': r['node'], 'why': f"{r['check_name']} failed",
+            'node': r['node'], 'why': f"{r['check_name']} failed"
+            + (f" ({BASIS_WORDS.get(r.get('verdict_basis'), r.get('verdict_basis'))})"
+               if r.get('verdict_basis') else ''),
             'detail': r['check_fail_reason'] or '', 'when': r['completed']}
            for r in latest if r['check_result'] == 'fail']
+    # an acceptance run already judged its peers: its verdict says it
+    judged = {(r['cluster'], r['check_partition'], r['node'],
+               r['check_name'].split('_')[0]) for r in latest
+              if r['check_result'] == 'fail'
+              and r.get('verdict_basis') == 'peers'}
     for r in outliers:
-        if not r['outlier']:
+        if not r['outlier'] or (r['cluster'], r['check_partition'],
+                                r['node'], r['test']) in judged:
             continue
         device = f" {r['device']}" if r['device'] else ''
         bad.append({
@@ -84,7 +96,7 @@ def _bad_nodes(latest: list[dict], outliers: list[dict]) -> list[dict]:
             'detail': f"{r['value']:g} {r['check_perf_unit']} against a peer "
                       f"median of {r['peer_median']:g} "
                       f"{r['check_perf_unit']} ({r['worse_pct']:g}% worse, "
-                      f"{r['peers']} nodes, robust z {r['robust_z']})",
+                      f"{r['peers']} peers, robust z {r['robust_z']})",
             'when': r['completed']})
     return sorted(bad, key=lambda b: (b['cluster'] or '', b['node'] or '',
                                       b['why']))

@@ -1,0 +1,165 @@
+"""What acceptance decides after its ReFrame sessions, from the rows they
+stored: each node against its peers and against the site baseline, and
+failures shared by most of a partition turned into one partition finding
+(scripts/judging/ holds the rules)."""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from config.results import store
+from scripts.judging import baseline, common_mode, peers
+
+from . import summary
+from .plan import scope_of
+from .verdicts import (FAIL, NOT_MEASURED, PEERS, SITE_BASELINE,
+                       WHOLE_PARTITION, Finding)
+
+JUDGED_SCOPES = ('node', 'pair')
+SHARED = 'shared by the partition'
+
+
+def rows_of_run(jobids: set[str], since: float) -> list[dict]:
+    """The stored rows of this run's jobs (the last attempt of every test
+    case), read from the session files written since it started."""
+    if not jobids:
+        return []
+    found = []
+    for path in store.session_files():
+        try:
+            if os.path.getmtime(path) < since:
+                continue
+        except OSError:
+            continue
+        found += [row for row in store.read_session_file(path)
+                  if str(row.get('check_jobid')) in jobids
+                  and not row.get('judged_record_id')]
+    return found
+
+
+def row_var(row: dict) -> str:
+    """The perf variable as ReFrame named it (the device appended)."""
+    var = row.get('check_perf_var') or ''
+    return f"{var}_{row['device']}" if row.get('device') else var
+
+
+def link_rows(findings: list[Finding], rows: list[dict]) -> None:
+    """Give each metric finding the record_id of the row it judges."""
+    by_job = {(str(r.get('check_jobid')), row_var(r)): r['record_id']
+              for r in rows}
+    for f in findings:
+        if f.metric and f.record_id is None:
+            f.record_id = by_job.get((str(f.jobid), f.metric))
+
+
+def _partition(row: dict) -> str:
+    return f"{row.get('check_system')}:{row.get('check_partition')}"
+
+
+def _scope(row: dict) -> str:
+    return scope_of(peers.test_of(row))
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A verdict about one stored row, decided after the run."""
+    row: dict
+    basis: str
+    fail: bool
+    reason: str
+    reference: float | None   # what it was held against (median, baseline)
+    #: value -> whether it still fails on this basis (--confirm)
+    still_fails: Callable[[float], bool] | None = None
+
+
+def peer_judgements(rows: list[dict], rules: peers.Rules) -> list[Decided]:
+    return [Decided(j.row, PEERS, j.fail,
+                    j.reason(j.row.get('check_perf_unit')) if j.fail else '',
+                    j.median, j.still_fails)
+            for j in peers.judge_rows(
+                [r for r in rows if _scope(r) in JUDGED_SCOPES], rules)
+            if j.median is not None]
+
+
+def baseline_judgements(rows: list[dict], layer: baseline.Layer
+                        ) -> list[Decided]:
+    return [Decided(v.row, SITE_BASELINE, v.fail, v.reason, v.entry.value,
+                    lambda value, entry=v.entry: not
+                    entry.bounds()[0] <= value <= entry.bounds()[1])
+            for v in baseline.judge_rows(rows, layer)]
+
+
+def failing_findings(decided: list[Decided],
+                     measured: list[Finding]) -> list[Finding]:
+    """A failing finding for each node of each failing row (with the
+    attempts of the measurement, from the *measured* findings of the same
+    row); a row of a check that ran once per partition fails the
+    partition."""
+    attempts = {f.record_id: f.attempts for f in measured if f.record_id}
+    found = []
+    for d in decided:
+        if not d.fail:
+            continue
+        row = d.row
+        scope = _scope(row)
+        nodes = list(row.get('check_job_nodelist') or []) \
+            if scope in JUDGED_SCOPES else [WHOLE_PARTITION]
+        for node in nodes:
+            partner = next((n for n in nodes if n != node), None) \
+                if scope == 'pair' else None
+            found.append(Finding(
+                node=node, partition=_partition(row),
+                check=peers.unpinned(row.get('check_display_name')),
+                verdict=FAIL, scope=scope if scope in JUDGED_SCOPES
+                else 'whole', metric=row_var(row),
+                value=float(row['check_perf_value']),
+                unit=row.get('check_perf_unit'), reference=d.reference,
+                reason=d.reason, partner=partner,
+                jobid=row.get('check_jobid'),
+                attempts=attempts.get(row['record_id'], 1),
+                basis=d.basis, record_id=row['record_id']))
+    return found
+
+
+def verdict_rows(decided: list[Decided], session_id: str) -> list[dict]:
+    """A verdict row for every failure decided after the run (a pass adds
+    nothing the judged row does not say, and 1,000 nodes x 50 metrics
+    would double the store)."""
+    return [summary.verdict_row(d.row, session_id, FAIL, d.basis, d.reason,
+                                d.reference)
+            for d in decided if d.fail]
+
+
+def _unit(f: Finding) -> frozenset:
+    return frozenset({f.node, f.partner} - {None})
+
+
+def shared_failures(findings: list[Finding]) -> list[Finding]:
+    """Mark the failures most of a partition shares (common_mode) and
+    return one partition finding for each."""
+    judged_units = defaultdict(set)
+    failing = []
+    for f in findings:
+        if f.node == WHOLE_PARTITION or f.scope not in JUDGED_SCOPES \
+                or f.verdict == NOT_MEASURED:
+            continue
+        judged_units[(f.partition, f.scope)].add(_unit(f))
+        if f.verdict == FAIL:
+            failing.append(f)
+    shared = common_mode.common_mode(
+        [common_mode.Failure(f.partition, f.scope, _unit(f), f.check,
+                             f.metric, f.reason) for f in failing],
+        {key: len(units) for key, units in judged_units.items()})
+    found = []
+    for s in shared:
+        for f in failing:
+            if (f.partition, f.scope, f.check, f.metric) == \
+                    (s.partition, s.scope, s.check, s.metric) and \
+                    common_mode.masked(f.reason, tuple(_unit(f))) == s.reason:
+                f.set_aside = SHARED
+        found.append(Finding(node=WHOLE_PARTITION, partition=s.partition,
+                             check=s.check, verdict=FAIL, scope='common',
+                             metric=s.metric, reason=s.describe()))
+    return found

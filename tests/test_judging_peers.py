@@ -1,0 +1,190 @@
+"""The peers rule (scripts/judging/peers.py) on its own, and against
+node_outliers.kql on the same stores: one rule, in Python and KQL."""
+import dataclasses
+import datetime as dt
+import random
+
+import pytest
+
+from config.results import records, store
+from scripts.judging import peers
+from scripts.query import library
+from scripts.query.runner import Runner
+from tests import query_store
+
+
+def brute_force(values, lower, rule):
+    """The rule as written: each value against the others, O(n^2)."""
+    found = []
+    for i, value in enumerate(values):
+        others = sorted(values[:i] + values[i + 1:])
+        if len(values) < rule.min_nodes:
+            found.append(False)
+            continue
+        median = others[(len(others) - 1) // 2]
+        devs = sorted(abs(v - median) for v in others)
+        mad = devs[(len(devs) - 1) // 2]
+        worse = ((value - median) if lower else (median - value)) / median
+        z = (value - median) / (1.4826 * mad) if mad else None
+        found.append(worse > rule.tolerance and (
+            z is None or (z > rule.z_limit if lower else z < -rule.z_limit)))
+    return found
+
+
+@pytest.mark.parametrize('seed', range(30))
+def test_leave_one_out_median_and_mad_match_the_definition(seed):
+    rng = random.Random(seed)
+    n = rng.randint(4, 40)
+    values = [round(rng.gauss(1000, 30)) for _ in range(n)]
+    for _ in range(rng.randint(0, 3)):
+        values[rng.randrange(n)] = rng.choice([700, 1300, 1000])
+    lower = bool(seed % 2)
+    rule = peers.Rule()
+    judged = peers.judge_group(values, lower, rule)
+    assert [fail for *_, fail in judged] == brute_force(values, lower, rule)
+    for i, (count, median, mad, _) in enumerate(judged):
+        others = sorted(values[:i] + values[i + 1:])
+        assert count == n - 1
+        assert median == others[(n - 2) // 2]
+
+
+def test_fifteen_percent_below_fails_the_others_pass():
+    values = [12369.6, 12100.0, 12480.2, 0.85 * 12369.6]
+    judged = peers.judge_group(values, False, peers.Rule())
+    assert [fail for *_, fail in judged] == [False, False, False, True]
+
+
+def test_direction_comes_from_the_metric():
+    assert peers.lower_is_better('latency', 'us')
+    assert peers.lower_is_better('total_time', 's')
+    assert not peers.lower_is_better('triad_bw', 'MB/s')
+    slow = [1.7, 1.71, 1.69, 1.72, 2.4]
+    assert [f for *_, f in peers.judge_group(slow, True, peers.Rule())] == \
+        [False] * 4 + [True]
+    # the same numbers as a bandwidth: 2.4 is the best, nobody fails
+    assert not any(f for *_, f in peers.judge_group(slow, False,
+                                                     peers.Rule()))
+
+
+def test_identical_peers_leave_the_tolerance_alone_to_decide():
+    judged = peers.judge_group([100.0, 100.0, 100.0, 89.0], False,
+                               peers.Rule())
+    assert judged[3][2] == 0 and judged[3][3] is True
+    judged = peers.judge_group([100.0, 100.0, 100.0, 91.0], False,
+                               peers.Rule())
+    assert judged[3][3] is False
+
+
+def test_a_wide_spread_needs_the_z_score_too():
+    # 12% below the median, but the peers spread that much themselves
+    values = [100.0, 80.0, 120.0, 95.0, 105.0, 88.0]
+    assert not any(f for *_, f in peers.judge_group(values, False,
+                                                     peers.Rule()))
+
+
+def test_too_few_nodes_are_not_judged():
+    judged = peers.judge_group([100.0, 100.0, 50.0], False, peers.Rule())
+    assert judged == [(2, None, None, False)] * 3
+
+
+def test_pins_and_distribute_parameters_are_stripped():
+    assert peers.unpinned('StreamCheck %.pinned_nodes=hb-3') == 'StreamCheck'
+    assert peers.unpinned('PerftestPair %benchmark=ib_write_bw '
+                          '%.pinned_nodes=a,b') == \
+        'PerftestPair %benchmark=ib_write_bw'
+    assert peers.unpinned("StreamCheck %.part=azure:hbv4 %.nid=['a']") == \
+        'StreamCheck'
+
+
+# --- one rule in Python and KQL ---------------------------------------------
+
+def outliers(runner, rule=peers.Rule()):
+    query = library.shipped()['node_outliers']
+    query = dataclasses.replace(query, text=peers.kql_with_rule(query.text,
+                                                                rule))
+    return runner.run(query).records()
+
+
+def assert_agree(rows, runner, rule=peers.Rule()):
+    kql = {(r['record_id'], r['node']): r for r in outliers(runner, rule)}
+    python = {(j.row['record_id'], j.member): j
+              for j in peers.judge_rows(rows, peers.Rules(rule))
+              if j.median is not None}
+    assert set(kql) == set(python)
+    for key, judged in python.items():
+        row = kql[key]
+        assert (row['outlier'], row['peers'], row['peer_median'],
+                row['mad']) == (judged.fail, judged.peers, judged.median,
+                                judged.mad), key
+    return {key for key, j in python.items() if j.fail}
+
+
+@pytest.fixture(scope='module')
+def realistic(tmp_path_factory):
+    home = tmp_path_factory.mktemp('store')
+    rows = query_store.build(home)
+    return rows, Runner(results_dir=home / 'results', now=query_store.NOW)
+
+
+def test_python_and_kql_agree_on_the_realistic_store(realistic):
+    rows, runner = realistic
+    assert assert_agree(rows, runner) == {('stream-6-hb-3', 'hb-3')}
+    # three ND nodes per HCA: judged only with a smaller minimum, per device
+    flagged = assert_agree(rows, runner, peers.Rule(min_nodes=3))
+    assert ('stream-6-hb-3', 'hb-3') in flagged
+    judged = [r for r in outliers(runner, peers.Rule(min_nodes=3))
+              if r['check_perf_var'] == 'bw_avg']
+    assert {r['device'] for r in judged} == set(query_store.HCAS)
+    assert all(r['peers'] == len(query_store.ND_NODES) - 1 for r in judged)
+
+
+def acceptance_rows(nodes, values, session='acc-1', metric='triad_bw',
+                    unit='MB/s'):
+    when = dt.datetime(2026, 11, 30, 2, 0, tzinfo=dt.timezone.utc)
+    return [records.make_row({
+        'TimeGenerated': when.isoformat(), 'record_id': f'{session}-{node}',
+        'session_id': session, 'facility': 'reframe', 'cluster': 'sandbox',
+        'check_system': 'sandbox', 'check_partition': 'hbv4',
+        'vm_sku': 'HB176rs_v4', 'check_name': 'StreamCheck_' + node,
+        'check_display_name': f'StreamCheck %.pinned_nodes={node}',
+        'check_perf_var': metric, 'check_perf_value': value,
+        'check_perf_unit': unit, 'check_perf_result': 'no_reference',
+        'check_job_nodelist': [node],
+        'check_job_completion_time': (when + dt.timedelta(seconds=i))
+        .isoformat()}) for i, (node, value) in enumerate(zip(nodes, values))]
+
+
+def test_pinned_acceptance_rows_are_one_group_in_both(tmp_path):
+    nodes = ['sb-n1', 'sb-n2', 'sb-n3', 'sb-n4']
+    rows = acceptance_rows(nodes, [12369.6, 12100.0, 0.8 * 12369.6, 12480.2])
+    rows += acceptance_rows(nodes, [1.7, 1.71, 1.69, 2.2], metric='latency',
+                            unit='us', session='acc-2')
+    session = store.SessionFile('20261130T020000Z-acc', tmp_path / 'results')
+    session.append_rows(rows)
+    runner = Runner(results_dir=tmp_path / 'results')
+    assert assert_agree(rows, runner) == {('acc-1-sb-n3', 'sb-n3'),
+                                          ('acc-2-sb-n4', 'sb-n4')}
+
+
+def test_the_kql_rule_settings_follow_the_python_rule():
+    text = peers.kql_with_rule(library.shipped()['node_outliers'].text,
+                               peers.Rule(0.05, 2.5, 6))
+    assert 'let min_nodes = 6;' in text and 'let max_robust_z = 2.5;' in text
+    assert 'let max_worse_pct = 5.0;' in text
+    assert peers.kql_with_rule(library.shipped()['node_outliers'].text,
+                               peers.Rule()) == \
+        library.shipped()['node_outliers'].text
+
+
+def test_judging_a_large_run_is_fast():
+    """tests/bench/judging.py times 1,000 nodes x 50 metrics (< 5 s); here
+    a fifth of the metrics, with room for a loaded CI machine."""
+    import time
+    from scripts.acceptance import judge
+    from tests.bench.judging import run_rows
+    rows = run_rows(1000, 10)
+    start = time.perf_counter()
+    decided = judge.peer_judgements(rows, peers.Rules())
+    assert time.perf_counter() - start < 3
+    slow = {d.row['check_job_nodelist'][0] for d in decided if d.fail}
+    assert len(slow) == 10
