@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +24,7 @@ from . import azure_logs, ledger, shipping, store
 
 MAX_ATTEMPTS = 6           # calls per body before it is left for next time
 MAX_RETRY_SECONDS = 300
+IN_FLIGHT = 3              # uploads at once (the API allows far more)
 
 
 @dataclass
@@ -51,32 +55,98 @@ def accepted_everywhere(files) -> dict[str, int]:
     return accepted
 
 
+def stored_lines(path: Path):
+    """Each row of one session file with its line as stored (bytes, no
+    line end), read by the store's one reader (store.file_lines): a line
+    that is no row is skipped with a warning, and a row whose values the
+    reader nulled (NaN, wrong type) or whose record_id it made a string
+    comes re-encoded. The one place sync reads the store's lines."""
+    for row, line, changed in store.file_lines(path):
+        if changed:
+            line = json.dumps(row, separators=(',', ':'),
+                              allow_nan=False).encode()
+        yield row, line
+
+
+def _as_sent(row: dict, line: bytes) -> bytes:
+    """The line itself, unless the row lacks its completion time: then the
+    row with it (shipping.with_completion_time), encoded once."""
+    if row.get('check_job_completion_time'):
+        return line
+    return json.dumps(shipping.with_completion_time(row),
+                      separators=(',', ':'), allow_nan=False).encode()
+
+
+class StoredBacklog:
+    """The backlog as sync reads it: session by session and line by line,
+    never the whole of it in memory. Sessions still running (their lock
+    held) are listed in *running* and left out."""
+
+    def __init__(self, session: str | None = None,
+                 since: dt.date | None = None):
+        files = store.session_files()
+        self.shipped = set(accepted_everywhere(files))
+        self.running = []
+        self.files = []
+        for path in files:
+            if not _wanted(path, session, since):
+                continue
+            if ledger.is_locked(ledger.session_lock_path(path)):
+                self.running.append(path.stem)
+            else:
+                self.files.append(path)
+        self.sessions = {}          # session -> rows read so far
+        self.set_aside = {}         # record_id -> its <session>.rejected
+
+    def items(self):
+        """(record_id, line to send, the session's Ledger) of every row in
+        no ledger; a row stored twice comes once."""
+        shipped = self.shipped
+        for path in self.files:
+            session_ledger = ledger.Ledger(ledger.ledger_path(path))
+            session = path.stem
+            aside = ledger.read_rejected(ledger.rejected_path(path))
+            for row, line in stored_lines(path):
+                record_id = row.get('record_id')
+                if not record_id or record_id in shipped:
+                    continue
+                if record_id in aside:
+                    self.set_aside[record_id] = aside[record_id]
+                    continue
+                shipped.add(record_id)
+                self.sessions[session] = self.sessions.get(session, 0) + 1
+                yield record_id, _as_sent(row, line), session_ledger
+
+    def estimate(self) -> int:
+        """About how many rows are left (lines less ledger lines), without
+        reading a row: for a progress line."""
+        total = 0
+        for path in self.files:
+            total += _count_lines(path) - _count_lines(
+                ledger.ledger_path(path))
+        return max(total, 0)
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with open(path, 'rb') as fp:
+            return sum(block.count(b'\n') for block in
+                       iter(lambda: fp.read(1 << 20), b''))
+    except FileNotFoundError:
+        return 0
+
+
 def find_backlog(session: str | None = None,
                  since: dt.date | None = None) -> Backlog:
-    files = store.session_files()
-    shipped = accepted_everywhere(files)
-    backlog = Backlog()
-    for path in files:
-        if not _wanted(path, session, since):
-            continue
-        if ledger.is_locked(ledger.session_lock_path(path)):
-            backlog.running.append(path.stem)
-            continue
-        session_ledger = ledger.Ledger(ledger.ledger_path(path))
-        aside = ledger.read_rejected(ledger.rejected_path(path))
-        for row in store.read_session_file(path):
-            record_id = row.get('record_id')
-            if not record_id or record_id in shipped:
-                continue
-            if record_id in aside:
-                backlog.set_aside[record_id] = aside[record_id]
-                continue
-            shipped[record_id] = 0      # a row twice in the store: once
-            backlog.rows.append(shipping.with_completion_time(row))
-            backlog.ledger_of[record_id] = session_ledger
-            backlog.sessions[path.stem] = \
-                backlog.sessions.get(path.stem, 0) + 1
-    return backlog
+    """The backlog held in memory as rows (for small ones: tests, the
+    benchmarks' reference)."""
+    stored = StoredBacklog(session, since)
+    found = Backlog(running=stored.running, set_aside=stored.set_aside)
+    for record_id, line, session_ledger in stored.items():
+        found.rows.append(json.loads(line))
+        found.ledger_of[record_id] = session_ledger
+    found.sessions = stored.sessions
+    return found
 
 
 class SdkTransport:
@@ -87,6 +157,8 @@ class SdkTransport:
     def __init__(self, settings: dict, credential):
         from azure.monitor.ingestion import LogsIngestionClient
         self.settings = settings
+        # one client for every upload in flight: its requests session
+        # pools connections (10 by default) and is safe across threads
         self.client = LogsIngestionClient(
             endpoint=settings['endpoint'], credential=credential,
             connection_timeout=10, read_timeout=60)
@@ -173,11 +245,83 @@ def ship(rows: list[dict], ledger_of: dict, transport,
 
 
 def _ledgers_problem(batch, ledger_of) -> str | None:
-    for session_ledger in {ledger_of[row['record_id']] for row in batch}:
+    """Why a ledger of the batch cannot be written now (rows with
+    ledger_of, or stored-line items carrying their ledger)."""
+    for session_ledger in {ledger_of[item['record_id']] if ledger_of
+                           else item[2] for item in batch}:
         problem = session_ledger.problem()
         if problem:
             return problem
     return None
+
+
+def ship_stored(items, transport, progress=None, total: int = 0,
+                in_flight: int = IN_FLIGHT
+                ) -> tuple[shipping.Tally, shipping.Outcome | None]:
+    """Ship stored-line *items* (StoredBacklog.items()) with *in_flight*
+    uploads at once, sharing 429s (shipping.Throttle); each 204 is in its
+    ledger before that upload takes its next body, as ship() does. Memory
+    holds the bodies in flight and as many waiting, never the backlog.
+    progress(shipped, total) after each accepted call."""
+    tally = shipping.Tally()
+    ledger_lock = threading.Lock()
+
+    def record(batch):
+        now = time.time()
+        by_ledger = {}
+        for record_id, _, session_ledger in batch:
+            by_ledger.setdefault(session_ledger, []).append(record_id)
+        with ledger_lock:
+            for session_ledger, ids in by_ledger.items():
+                session_ledger.record(ids, now)
+            if progress:
+                progress(tally.shipped + len(batch),
+                         max(total, tally.offered))
+
+    delivery = shipping.Delivery(
+        transport=shipping.Throttle(transport), record=record, tally=tally,
+        give_up=_give_up, encoder=shipping.encode_lines,
+        set_aside=lambda item, size, reason: ledger.set_aside(
+            ledger.rejected_path(item[2].path), {'record_id': item[0]},
+            size, reason))
+    waiting = queue.Queue(maxsize=in_flight)
+    stopped = []            # the refusal that stopped every upload
+    ledger_stopped = []     # why a ledger could not be written
+
+    def upload():
+        while (batch := waiting.get()) is not None:
+            if stopped or ledger_stopped:
+                tally.leave(stopped[0].reason if stopped
+                            else ledger_stopped[0], len(batch))
+                continue
+            problem = _ledgers_problem(batch, None)
+            if problem:     # nothing is sent that its ledger cannot hold
+                ledger_stopped.append(problem)
+                tally.leave(problem, len(batch))
+                continue
+            try:
+                delivery.ship_chunk(batch)
+            except shipping.Refused as stop:
+                stopped.append(stop.outcome)
+            except shipping.LedgerStop as stop:
+                ledger_stopped.append(stop.reason)
+                tally.add(unrecorded=len(stop.accepted))
+                tally.leave(stop.reason, len(stop.rest))
+
+    # daemon: an interrupted sync exits at once; the ledgers hold every
+    # 204 already written, and a torn ledger line does not count
+    uploads = [threading.Thread(target=upload, daemon=True)
+               for _ in range(max(1, in_flight))]
+    for thread in uploads:
+        thread.start()
+    for batch in shipping.line_chunks(items):
+        tally.add(offered=len(batch))
+        waiting.put(shipping.LineChunk(batch))
+    for _ in uploads:
+        waiting.put(None)
+    for thread in uploads:
+        thread.join()
+    return tally, (stopped[0] if stopped else None)
 
 
 def sync_lock() -> ledger.FileLock:

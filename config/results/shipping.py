@@ -51,9 +51,39 @@ def with_completion_time(row: dict) -> dict:
 
 def encode(rows: list[dict]) -> tuple[bytes, bool]:
     """The JSON array of rows, gzip'd when that makes it smaller."""
-    raw = json.dumps(rows, separators=(',', ':'), allow_nan=False).encode()
+    return _packed(json.dumps(rows, separators=(',', ':'),
+                              allow_nan=False).encode())
+
+
+def encode_lines(batch: list) -> tuple[bytes, bool]:
+    """The JSON array of stored lines (items ``(record_id, line, ...)``,
+    each line one row's JSON as the store holds it): no row is decoded or
+    encoded again. A LineChunk carries its body, encoded already."""
+    encoded = getattr(batch, 'encoded', None)
+    if encoded is not None:
+        return encoded
+    return _packed(b'[' + b','.join(item[1] for item in batch) + b']')
+
+
+class LineChunk(list):
+    """Stored-line items with their body, encoded where it was made (one
+    thread builds every body: threads that each allocate megabyte bodies
+    spread them over malloc arenas, and the process keeps them)."""
+
+    def __init__(self, items):
+        super().__init__(items)
+        self.encoded = encode_lines(list(self))
+
+
+def line_chunks(items, limit: int = MAX_BODY):
+    """chunks() of stored-line items (``(record_id, line, ...)``); *items*
+    may be an iterator."""
+    return chunks(items, limit, size_of=lambda item: len(item[1]) + 1)
+
+
+def _packed(raw: bytes) -> tuple[bytes, bool]:
     if len(raw) >= GZIP_FROM:
-        packed = gzip.compress(raw, compresslevel=6)
+        packed = gzip.compress(raw, compresslevel=3)
         if len(packed) < len(raw):
             return packed, True
     return raw, False
@@ -64,13 +94,14 @@ def row_size(row: dict) -> int:
                           allow_nan=False).encode()) + 1
 
 
-def chunks(rows: list[dict], limit: int = MAX_BODY):
-    """Consecutive lists of rows whose JSON array stays under limit bytes;
-    a row alone over the limit is a chunk of its own (the API will say 413
-    and it is reported, not retried)."""
+def chunks(rows, limit: int = MAX_BODY, size_of=row_size):
+    """Consecutive lists of rows whose JSON array stays under limit bytes
+    (*size_of* a row: its JSON and a comma); a row alone over the limit is
+    a chunk of its own (the API will say 413 and it is reported, not
+    retried)."""
     chunk, size = [], 2
     for row in rows:
-        grows = row_size(row)
+        grows = size_of(row)
         if chunk and size + grows > limit:
             yield chunk
             chunk, size = [], 2
@@ -170,6 +201,30 @@ class Tally:
                          for reason, count in counter.most_common())
 
 
+class Throttle:
+    """A transport shared by uploads in flight: after a 429 no call starts
+    before its Retry-After (1 s when the API gives none) has passed, so
+    that parallel uploads slow down together instead of hammering."""
+
+    def __init__(self, transport):
+        self.transport = transport
+        self.lock = threading.Lock()
+        self.not_before = 0.0
+
+    def __call__(self, body: bytes, gzipped: bool) -> Outcome:
+        with self.lock:
+            pause = self.not_before - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        outcome = self.transport(body, gzipped)
+        if outcome.kind == RETRY and outcome.reason == '429':
+            wait = 1.0 if outcome.retry_after is None else outcome.retry_after
+            with self.lock:
+                self.not_before = max(self.not_before,
+                                      time.monotonic() + wait)
+        return outcome
+
+
 class Refused(Exception):
     """A refusal no retry cures (401/403, a wrong DCR or stream, a schema
     error): stop shipping and say what to change."""
@@ -255,22 +310,40 @@ class Delivery:
     unauthorized_retries: int = 1
     ready: object = field(default=lambda rows: None)
     set_aside: object = None
+    encoder: object = encode          # a batch -> (body, gzipped)
 
     def ship(self, rows: list[dict]) -> None:
         """Ship rows. Raises Refused after counting the rest as left, and
         LedgerStop (nothing counted: the caller decides) when the ledger
         cannot be written."""
         pending = list(chunks(rows, self.max_body))
-        while pending:
-            batch = pending.pop(0)
+        for index, batch in enumerate(pending):
             problem = self.ready(batch)
             if problem:
-                raise LedgerStop(problem, rest=batch + [
-                    row for rest in pending for row in rest])
+                raise LedgerStop(problem, rest=[
+                    row for rest in pending[index:] for row in rest])
             try:
-                halves = self._ship_batch(batch)
+                self.ship_chunk(batch)
             except Refused as stop:
-                self.tally.leave(stop.outcome.reason, len(batch) + sum(
+                self.tally.leave(stop.outcome.reason, sum(
+                    len(rest) for rest in pending[index + 1:]))
+                raise
+            except LedgerStop as stop:
+                stop.rest += [row for rest in pending[index + 1:]
+                              for row in rest]
+                raise
+
+    def ship_chunk(self, batch: list) -> None:
+        """Ship one chunk, and the halves a 413 makes of it (raises
+        Refused after counting what of it is left, LedgerStop when the
+        ledger cannot be written)."""
+        pending = [batch]
+        while pending:
+            part = pending.pop(0)
+            try:
+                halves = self._ship_batch(part)
+            except Refused as stop:
+                self.tally.leave(stop.outcome.reason, len(part) + sum(
                     len(rest) for rest in pending))
                 raise
             except LedgerStop as stop:
@@ -278,9 +351,9 @@ class Delivery:
                 raise
             pending[:0] = halves
 
-    def _ship_batch(self, batch: list[dict]) -> list[list[dict]]:
+    def _ship_batch(self, batch: list) -> list[list]:
         """Ships one batch; returns halves to ship instead after a 413."""
-        body, gzipped = encode(batch)
+        body, gzipped = self.encoder(batch)
         started = time.monotonic()
         attempt = unauthorized = 0
         while True:
@@ -319,8 +392,9 @@ class Delivery:
                 return []
             attempt += 1
 
-    def _set_aside(self, row: dict, outcome: Outcome) -> None:
-        size = row_size(row)
+    def _set_aside(self, row, outcome: Outcome) -> None:
+        # a row, or a stored-line item (record_id, line, ...)
+        size = row_size(row) if isinstance(row, dict) else len(row[1]) + 1
         reason = (f'{outcome.reason}: one row of {size} bytes, over the '
                   f"API's {self.max_body} per call")
         self.tally.put_aside(reason)

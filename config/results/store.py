@@ -281,6 +281,12 @@ def parse_line(raw: bytes) -> tuple[dict, list[str]]:
     return row, nulled
 
 
+def retyped(raw: bytes, row: dict) -> bool:
+    """Whether the reader made a number record_id a string."""
+    return b'"record_id":"' not in raw and b'"record_id": "' not in raw \
+        and isinstance(row.get('record_id'), str)
+
+
 _TYPES = {'real': (int, float), 'int': (int,), 'long': (int,),
           'string': (str,), 'datetime': (str,)}
 
@@ -307,9 +313,16 @@ def _retype(row: dict) -> list[str]:
 
 
 def file_rows(path: Path, warn=warn):
-    """The rows of one store file, as (line number, row). Unreadable lines
-    are skipped and null-read values named: one warning per line, the
-    first few of each file, then one count."""
+    """The rows of one store file, as (line number, row)."""
+    for number, (row, _, _) in enumerate(file_lines(path, warn), 1):
+        yield number, row
+
+
+def file_lines(path: Path, warn=warn):
+    """The rows of one store file, as (row, its line without the line end,
+    whether the reader changed the row). Unreadable lines are skipped and
+    null-read values named: one warning per line, the first few of each
+    file, then one count."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as err:
@@ -335,7 +348,8 @@ def file_rows(path: Path, warn=warn):
                 continue
             if nulled:
                 tell(number, '; '.join(nulled))
-            yield number, row
+            yield row, raw.rstrip(b'\r\n'), bool(nulled) or retyped(raw,
+                                                                    row)
     if told > MAX_WARNINGS_PER_FILE:
         warn(f'{path}: {told - MAX_WARNINGS_PER_FILE} more line(s) with '
              f'problems')

@@ -9,10 +9,15 @@ A check runs at one of four scopes:
 A failure at the last two scopes is a finding about the partition, not a
 node.
 Pinning uses the checks' ``pinned_nodes`` variable through ReFrame's
-``-P`` (one test case per node or pair in one ReFrame session).
+``-P`` (one test case per node or pair). A partition of thousands of nodes
+is run in batched sessions of at most MAX_PINS pins each, so that no
+command line grows with the partition (one ``-P`` argument above 128 KiB is
+``Argument list too long``); the set scope's one pin is written as Slurm
+host ranges (``hb-[0001-0999]``).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
@@ -26,6 +31,41 @@ SCOPES = ('node', 'pair', 'set', 'whole')
 PIN_VARIABLE = 'pinned_nodes'
 # Between -P values; a pair's nodes are separated by ',' inside one value.
 VALUE_DELIMITER = ';'
+# Pins per ReFrame session: 500 pairs of 30-character names are 30 KB.
+MAX_PINS = 500
+_NUMBERED = re.compile(r'^(.*?)(\d+)$')
+
+
+def host_ranges(nodes: list[str]) -> list[str]:
+    """Slurm host range entries for *nodes*, one per run of consecutive
+    numbers of one prefix and width (``hb-[0001-0040]``), in order; no
+    entry holds a comma, so each is one value of a pin."""
+    entries = []   # [prefix, width, first, last] or a plain name
+    for node in nodes:
+        numbered = _NUMBERED.match(node)
+        if numbered:
+            prefix, digits = numbered.groups()
+            number = int(digits)
+            last = entries[-1] if entries else None
+            if isinstance(last, list) and last[:2] == [prefix, len(digits)] \
+                    and last[3] + 1 == number:
+                last[3] = number
+                continue
+            entries.append([prefix, len(digits), number, number])
+        else:
+            entries.append(node)
+    return [entry if isinstance(entry, str) else _range_text(*entry)
+            for entry in entries]
+
+
+def _range_text(prefix: str, width: int, first: int, last: int) -> str:
+    if first == last:
+        return f'{prefix}{first:0{width}d}'
+    return f'{prefix}[{first:0{width}d}-{last:0{width}d}]'
+
+
+def batches(pins: list, size: int = MAX_PINS) -> list[list]:
+    return [pins[i:i + size] for i in range(0, len(pins), size)]
 
 
 def ring_pairs(nodes: list[str]) -> list[tuple[str, str]]:
@@ -81,7 +121,8 @@ class Selection:
 
 @dataclass
 class Phase:
-    """One ReFrame session: one partition, one scope, its node pins."""
+    """One ReFrame session: one partition, one scope, its node pins (one
+    batch of them: *batch* of *batches*)."""
     system: str
     partition: str
     scope: str
@@ -96,10 +137,15 @@ class Phase:
     #: A second run of tests already run (same test hashes): it gets its own
     #: ReFrame prefix, so the first run's stage and output stay.
     rerun: bool = False
+    #: One batch of a scope's pins: *batch* of *batches* (MAX_PINS each).
+    batch: int = 1
+    batches: int = 1
 
     @property
     def label(self) -> str:
-        return '-'.join(filter(None, (self.partition, self.scope, self.tag)))
+        label = '-'.join(filter(None, (self.partition, self.scope, self.tag)))
+        return label if self.batches == 1 else \
+            f'{label}-{self.batch}of{self.batches}'
 
     def scope_options(self) -> list[str]:
         if self.scope == 'whole':
@@ -107,7 +153,11 @@ class Phase:
                                         + SET_CHECKS)]
         names = self.names or {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
                                'set': SET_CHECKS}[self.scope]
-        values = VALUE_DELIMITER.join(','.join(pin) for pin in self.pins)
+        # A set's one pin of every node travels as Slurm host ranges (its
+        # findings are the partition's: no verdict reads its node names).
+        values = VALUE_DELIMITER.join(
+            ','.join(host_ranges(list(pin)) if self.scope == 'set' else pin)
+            for pin in self.pins)
         options = ['-n', names_pattern(names),
                    '-P', f'{PIN_VARIABLE}={values}',
                    '--param-values-delim', VALUE_DELIMITER]
@@ -123,15 +173,19 @@ def phases(system: str, partition: str, nodes: list[str] | None
     list them (not Slurm): everything runs once, unpinned."""
     if nodes is None:
         return [Phase(system, partition, 'unpinned')]
-    found = []
-    if nodes:
-        found.append(Phase(system, partition, 'node',
-                           [(node,) for node in nodes]))
+    found = _batched(system, partition, 'node', [(node,) for node in nodes])
     pairs = ring_pairs(nodes)
     if pairs:
-        found.append(Phase(system, partition, 'pair', pairs))
+        found += _batched(system, partition, 'pair', pairs)
         found.append(Phase(system, partition, 'set', [tuple(nodes)]))
     return found + [Phase(system, partition, 'whole')]
+
+
+def _batched(system, partition, scope, pins) -> list[Phase]:
+    chunks = batches(pins)
+    return [Phase(system, partition, scope, chunk, batch=index,
+                  batches=len(chunks))
+            for index, chunk in enumerate(chunks, 1)]
 
 
 def reframe_options(phase: Phase, selection: Selection, report: str,

@@ -97,7 +97,9 @@ def run_phase(phase: plan.Phase, options: Options, workdir: Path,
     argv = reframe_command() + plan.reframe_options(
         phase, options.selection, str(report), str(prefix), options.retries)
     say(f'running {phase.scope} checks on {phase.system}:{phase.partition}'
-        + (f' ({len(phase.pins)} job sets)' if phase.pins else ''))
+        + (f' ({len(phase.pins)} job sets)' if phase.pins else '')
+        + (f', batch {phase.batch} of {phase.batches}'
+           if phase.batches > 1 else ''))
     with open(log, 'w') as out:
         result = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
                                 text=True, stdin=subprocess.DEVNULL)

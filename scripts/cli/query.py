@@ -13,6 +13,7 @@ from scripts.query.result import QueryFailed
 from scripts.query.runner import Runner
 
 EXIT_USAGE = 2
+OUTLIERS = 'node_outliers'     # outliers only, unless --all
 _RELATIVE = re.compile(r'^(\d+)([dh])$')
 
 
@@ -34,6 +35,9 @@ def add_parser(subparsers):
                         help='in Log Analytics, call the deployed function '
                              'clusterproof_NAME instead of sending the '
                              "file's text (no --since/--cluster/--partition)")
+    parser.add_argument('--all', action='store_true',
+                        help='node_outliers: every node of every run, not '
+                             'only the outliers')
     form = parser.add_mutually_exclusive_group()
     form.add_argument('--json', action='store_true',
                       help='a JSON array of rows')
@@ -120,7 +124,14 @@ def run(args) -> int:
         print('clusterproof query: name a query or a .kql file '
               '(--list shows the shipped ones)', file=sys.stderr)
         return EXIT_USAGE
+    if args.all and args.query != OUTLIERS:
+        print(f'clusterproof query: --all is for {OUTLIERS} only',
+              file=sys.stderr)
+        return EXIT_USAGE
     runner = Runner(workspace_of(args), filters_of(args))
+    label = args.query
+    if args.query == OUTLIERS and not args.all and not args.saved_function:
+        args.query = library.outliers_only()
     if args.saved_function:
         problem = saved_function_problem(args, runner)
         if problem:
@@ -134,7 +145,7 @@ def run(args) -> int:
         print(f'clusterproof query: {err}', file=sys.stderr)
         return EXIT_USAGE
     except QueryFailed as err:
-        print(f'clusterproof query: {args.query} on {runner.where}: {err}',
+        print(f'clusterproof query: {label} on {runner.where}: {err}',
               file=sys.stderr)
         return 1
     for note in runner.notes():

@@ -9,6 +9,7 @@ schema error).
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import sys
 
 EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
@@ -33,6 +34,10 @@ def add_parser(subparsers):
                         help='only this session (its store file name)')
     parser.add_argument('--since', metavar='DATE', type=_date,
                         help='only sessions from DATE (YYYY-MM-DD) on')
+    parser.add_argument('--uploads', type=_uploads, default=3, metavar='N',
+                        help='uploads in flight at once, 1 to 4 (default '
+                             '3); after a 429 they all wait its '
+                             'Retry-After')
     parser.add_argument('--verify', action='store_true',
                         help='also ask Log Analytics (LOGS_WORKSPACE_ID) '
                              'which acknowledged rows it holds, and ship '
@@ -63,6 +68,13 @@ def _span(maximum: float):
         return value
     number.__name__ = 'number'
     return number
+
+
+def _uploads(text: str) -> int:
+    import argparse
+    if text.isdigit() and 1 <= int(text) <= 4:
+        return int(text)
+    raise argparse.ArgumentTypeError(f'{text!r}: a number from 1 to 4')
 
 
 def _date(text: str) -> dt.date:
@@ -185,13 +197,14 @@ def run(args) -> int:
 
 def _sync(args) -> int:
     from config.results import backlog, verify
-    found = backlog.find_backlog(args.session, args.since)
+    found = backlog.StoredBacklog(args.session, args.since)
     for session in found.running:
         say(f'session {session} is still running; its live push ships it')
     if args.dry_run:
+        rows = sum(1 for _ in found.items())
         for session, count in sorted(found.sessions.items()):
             say(f'would ship {count} row(s) of session {session}')
-        say(f'would ship {len(found.rows)} row(s) in all'
+        say(f'would ship {rows} row(s) in all'
             + (' (and check acknowledged rows with --verify)'
                if args.verify else ''))
         return EXIT_OK
@@ -204,7 +217,9 @@ def _sync(args) -> int:
                      f'{workspace.workspace_id} ({err}): --verify needs the '
                      f"'Log Analytics Reader' role on it; nothing done")
             return EXIT_USAGE
-    if not found.rows and not args.verify:
+    items = found.items()
+    first = next(items, None)
+    if first is None and not args.verify:
         if found.set_aside:
             return report(backlog.shipping.Tally(), None,
                           len(found.set_aside))
@@ -212,8 +227,9 @@ def _sync(args) -> int:
         return EXIT_OK
     transport = backlog.default_transport()
     progress = Progress()
-    tally, stopped = backlog.ship(found.rows, found.ledger_of, transport,
-                                  progress)
+    tally, stopped = backlog.ship_stored(
+        itertools.chain([first] if first else [], items), transport,
+        progress, total=found.estimate(), in_flight=args.uploads)
     progress.done()
     if args.verify and stopped is None:
         missing = _missing_after_verify(args)

@@ -101,6 +101,38 @@ def base_text(filters: Filters | None = None) -> str:
     return shipped()[BASE_NAME].text + (filters.kql() if filters else '')
 
 
+# The base's deduplication: the local engine does it once, at load.
+DEDUPE = '| summarize arg_max(TimeGenerated, *) by record_id\n'
+
+
+def base_after_dedupe(filters: Filters | None = None) -> str:
+    """The base over a table that holds each record once already: its text
+    without the deduplication step, read from ReFrameResults_CL."""
+    text = base_text(filters)
+    if DEDUPE not in text:
+        raise QueryError(f'{BASE_NAME}.kql no longer deduplicates with '
+                         f'{DEDUPE.strip()!r}: the local engine must follow')
+    return text.replace(DEDUPE, '', 1)
+
+
+def is_shipped(query: Query) -> bool:
+    """A shipped query, or one narrowed from it (outliers_only)."""
+    original = shipped().get(query.name)
+    return original is not None and query.text.startswith(original.text)
+
+
+def narrowed(query: Query, step: str) -> Query:
+    """*query* with one more step on its result (``| where ...``): the same
+    text in Log Analytics and locally."""
+    return dataclasses.replace(query, text=query.text.rstrip('\n') + '\n'
+                               + step + '\n')
+
+
+def outliers_only() -> Query:
+    """node_outliers keeping the outlying nodes only."""
+    return narrowed(shipped()['node_outliers'], '| where outlier')
+
+
 def compose(query: Query, filters: Filters | None = None) -> str:
     """The text to run: the base as a let, then the query. The base itself
     is run as it is (with the filters)."""

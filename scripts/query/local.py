@@ -1,76 +1,160 @@
 """Run KQL on the login node, with no Azure: DuckDB reads the local store's
-JSON lines into a table shaped like ReFrameResults_CL (the columns of
-bicep/results_schema.json), and duckdb-kql translates the query."""
+JSON lines into one table shaped like ReFrameResults_CL (the columns of
+bicep/results_schema.json), and duckdb-kql translates the query.
+
+The store is read once per connection, and only as much of it as the
+queries of that connection need (a `Reading`): the session files that can
+hold rows of their window, the columns they name. Each record is kept once
+at load (the base's ``arg_max(TimeGenerated, *) by record_id``, done with
+DuckDB's window function, and not at all when record_ids are already
+unique); ``clusterproof_results`` is a view of the rest of results.kql over
+that table, so every query of the connection reads the same deduplicated
+rows. The KQL text sent to Log Analytics is unchanged.
+"""
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import duckdb
 import duckdb_kql
 
 from config.results import records, store
+from scripts.query import library, needs, sql_cache
+from scripts.query.needs import Reading
 from scripts.query.result import QueryFailed, Result, plain
 
 # Kusto column type -> the DuckDB type that duckdb-kql reads back as it.
 _DUCKDB_TYPES = {'datetime': 'TIMESTAMPTZ', 'string': 'VARCHAR',
                  'real': 'DOUBLE', 'int': 'INTEGER', 'long': 'BIGINT',
                  'boolean': 'BOOLEAN', 'dynamic': 'JSON'}
-_UNREAD = 'clusterproof_stored_lines'
 _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
                 'INTEGER': 'int', 'HUGEINT': 'long', 'VARCHAR': 'string',
                 'BOOLEAN': 'bool', 'JSON': 'dynamic', 'DATE': 'datetime'}
+_LOAD_NOTES = 'clusterproof_load'
+# A session file last written more than this before a window starts cannot
+# hold a row completed in it (the margin covers clocks that disagree).
+CLOCK_SLACK = dt.timedelta(days=1)
+MEMORY_VARIABLE = 'CLUSTERPROOF_QUERY_MEMORY'
+DEFAULT_MEMORY = '640MB'
 
 
 def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def connect(results_dir: Path | None = None):
-    """A DuckDB connection with the store's rows as ReFrameResults_CL."""
-    schema = records.schema()
-    con = duckdb_kql.connect()
-    columns = ', '.join(f'{_sql_string(c["name"])}: '
-                        f'{_sql_string(_DUCKDB_TYPES[c["type"]])}'
-                        for c in schema['columns'])
-    base = results_dir or store.results_dir()
-    files = [str(path) for path in store.session_files(base)]
-    table = schema['table']
+def stored_files(base: Path, start: dt.datetime | None) -> list[str]:
+    """The session files to read: every one, or those written to since
+    *start* (less CLOCK_SLACK). A file's modification time is its last
+    append, after every row in it completed; a copy that lost its times
+    only makes the file read when it need not be."""
+    files = store.session_files(base)
+    if start is None:
+        return [str(path) for path in files]
+    since = (start - CLOCK_SLACK).timestamp()
+    kept = []
+    for path in files:
+        try:
+            if path.stat().st_mtime >= since:
+                kept.append(str(path))
+        except OSError:          # gone since listed: nothing to read
+            continue
+    return kept
+
+
+def _schema_columns(reading: Reading) -> list[dict]:
+    """The columns to load: those asked for and those the base reads."""
+    wanted = reading.columns
+    if wanted is not None:
+        wanted = wanted | needs.named_columns(library.base_text())
+    return [c for c in records.schema()['columns']
+            if wanted is None or c['name'] in wanted]
+
+
+def _load(con, table: str, columns: list[dict], files: list[str]) -> int:
+    """The rows of *files* in *table*, each record once; returns how many
+    lines could not be read as a row."""
     if not files:
         definitions = ', '.join(f'"{c["name"]}" {_DUCKDB_TYPES[c["type"]]}'
-                                for c in schema['columns'])
+                                for c in columns)
         con.execute(f'CREATE TABLE "{table}" ({definitions})')
-        return con
+        return 0
+    declared = ', '.join(f'{_sql_string(c["name"])}: '
+                         f'{_sql_string(_DUCKDB_TYPES[c["type"]])}'
+                         for c in columns)
     file_list = '[' + ', '.join(_sql_string(f) for f in files) + ']'
     # An unreadable line (a torn last line of a session still writing, or
     # killed) reads as a row of nulls; every real row has a record_id.
     con.execute(
-        f'CREATE TABLE {_UNREAD} AS SELECT * FROM read_json({file_list}, '
-        f"columns={{{columns}}}, format='newline_delimited', "
+        f'CREATE TABLE "{table}" AS SELECT * FROM read_json({file_list}, '
+        f"columns={{{declared}}}, format='newline_delimited', "
         'ignore_errors=true)')
-    con.execute(f'CREATE TABLE "{table}" AS SELECT * FROM {_UNREAD} '
-                'WHERE record_id IS NOT NULL')
-    _nonfinite_as_null(con, table, schema)
-    return con
+    unreadable = con.execute(f'DELETE FROM "{table}" WHERE record_id IS NULL'
+                             ).fetchall()[0][0]
+    _nonfinite_as_null(con, table, columns)
+    rows, distinct = con.execute(
+        f'SELECT count(*), count(DISTINCT record_id) FROM "{table}"'
+    ).fetchall()[0]
+    if rows != distinct:
+        # at-least-once: keep the copy results.kql's arg_max keeps
+        con.execute(
+            f'DELETE FROM "{table}" WHERE rowid IN (SELECT rowid FROM '
+            f'(SELECT rowid, row_number() OVER (PARTITION BY record_id '
+            f'ORDER BY TimeGenerated DESC) AS copy FROM "{table}") '
+            'WHERE copy > 1)')
+    return unreadable
 
 
-def _nonfinite_as_null(con, table, schema):
+def _nonfinite_as_null(con, table, columns):
     """A NaN or an infinity found in a file reads as null, as it would
     have been stored (store.parse_line does the same for sync)."""
-    for column in schema['columns']:
+    for column in columns:
         if column['type'] == 'real':
             name = column['name']
             con.execute(f'UPDATE "{table}" SET "{name}" = NULL '
                         f'WHERE NOT isfinite("{name}")')
 
 
+def connect(results_dir: Path | None = None, reading: Reading = Reading(),
+            filters: library.Filters | None = None):
+    """A DuckDB connection with the store's rows (those *reading* asks for)
+    as ReFrameResults_CL, each record once, and clusterproof_results: the
+    base query (with *filters*) over it."""
+    schema = records.schema()
+    con = duckdb_kql.connect()
+    results_dir = results_dir or store.results_dir()
+    _bound_memory(con, results_dir)
+    columns = _schema_columns(reading)
+    files = stored_files(results_dir, reading.start)
+    unreadable = _load(con, schema['table'], columns, files)
+    cache = sql_cache.directory(results_dir)
+    con.execute(f'CREATE TABLE {_LOAD_NOTES} AS SELECT {int(unreadable)} '
+                f'AS unreadable, {_sql_string(str(cache))} AS cache')
+    base = library.base_after_dedupe(filters)
+    sql, _ = _translated(con, base, None)
+    con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {sql}')
+    return con
+
+
+def memory_limit() -> str:
+    """DuckDB's memory limit for a query (CLUSTERPROOF_QUERY_MEMORY, e.g.
+    2GB; default 640MB): beyond it joins and aggregations spill to disk."""
+    return os.environ.get(MEMORY_VARIABLE) or DEFAULT_MEMORY
+
+
+def _bound_memory(con, results_dir: Path) -> None:
+    """Spills go beside the store (cache/duckdb), never to the current
+    directory (DuckDB's default for an in-memory database)."""
+    spill = sql_cache.directory(results_dir).parent / 'duckdb'
+    con.execute(f'SET memory_limit = {_sql_string(memory_limit())}')
+    con.execute(f'SET temp_directory = {_sql_string(str(spill))}')
+
+
 def unreadable_lines(con) -> int:
     """How many stored lines could not be read as a row."""
-    try:
-        return con.execute(f'SELECT count(*) FROM {_UNREAD} '
-                           'WHERE record_id IS NULL').fetchone()[0]
-    except duckdb.CatalogException:       # an empty store
-        return 0
+    return con.execute(f'SELECT unreadable FROM {_LOAD_NOTES}'
+                       ).fetchall()[0][0]
 
 
 def _kusto_type(duckdb_type) -> str:
@@ -82,23 +166,56 @@ def _kusto_type(duckdb_type) -> str:
     return _KUSTO_TYPES.get(name, 'string')
 
 
+def _translated(con, kql: str, now: dt.datetime | None):
+    """(SQL, parameters) for *kql* on *con*: from the cache when this text
+    was translated before for the same columns, else by duckdb-kql."""
+    tables = duckdb_kql.engine.schema(con)
+    where = Path(con.execute(f'SELECT cache FROM {_LOAD_NOTES}'
+                             ).fetchall()[0][0])
+    moment = now or dt.datetime.now(dt.timezone.utc)
+    cached = sql_cache.lookup(where, kql, tables)
+    if cached is not None:
+        sql, clock = cached
+        return sql, sql_cache.clock_parameters(clock, moment)
+    translated = duckdb_kql.to_sql(kql, schema=tables, query_now=moment)
+    if translated.unbound:
+        raise duckdb_kql.KqlSchemaError(', '.join(translated.unbound))
+    sql_cache.store_translation(where, kql, tables, translated, moment)
+    return str(translated), dict(translated.parameters)
+
+
 def run(con, kql: str, now: dt.datetime | None = None) -> Result:
     """Run *kql*; an unsupported construct raises UnsupportedQuery naming
     it."""
     try:
-        relation = duckdb_kql.kql(con, kql, query_now=now)
+        sql, parameters = _translated(con, kql, now)
+        relation = con.sql(sql, params=parameters) if parameters \
+            else con.sql(sql)
         fetched = relation.fetchall()
     except duckdb_kql.KqlUnsupportedError as err:
         raise UnsupportedQuery(
             f'the local engine (duckdb-kql) cannot run this query: {err}. '
             'Rewrite that part, or run it in Log Analytics '
             '(--workspace).') from None
+    except duckdb.OutOfMemoryException as err:
+        raise QueryFailed(f'{err}; give the local engine more with '
+                          f'{MEMORY_VARIABLE} (now {memory_limit()}), or '
+                          'narrow the query (--since)') from None
     except (duckdb_kql.KqlError, duckdb.Error) as err:
         raise InvalidQuery(str(err)) from None
     types = [_kusto_type(t) for t in relation.types]
-    rows = [[plain(value, kind) for value, kind in zip(row, types)]
+    converters = [_converter(kind) for kind in types]
+    rows = [[convert(value) for convert, value in zip(converters, row)]
             for row in fetched]
     return Result(list(relation.columns), types, rows)
+
+
+def _converter(kind: str):
+    """plain() for one column; identity where DuckDB's value is plain
+    already (numbers, strings, booleans)."""
+    if kind in ('real', 'long', 'int', 'bool', 'string'):
+        return lambda value: value
+    return lambda value: plain(value, kind)
 
 
 class UnsupportedQuery(QueryFailed):

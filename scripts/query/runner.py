@@ -6,7 +6,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from scripts.query import library
+from scripts.query import library, needs
 from scripts.query.result import QueryFailed, Result
 
 
@@ -20,6 +20,43 @@ class Runner:
         self.results_dir = results_dir
         self.now = now             # fixed 'now' for the local engine
         self._con = None          # a DuckDB connection or a LogsQueryClient
+        self._reading = None      # what the local connection has read
+        self._expected = None     # what the queries to come will need
+
+    def expect(self, *queries: str | library.Query) -> None:
+        """Say which queries will run, so that the local store is read once
+        for all of them (the report runs five)."""
+        for query in queries:
+            wanted = self._needs(self._query(query))
+            self._expected = (wanted if self._expected is None
+                              else self._expected.union(wanted))
+
+    @staticmethod
+    def _query(name_or_file) -> library.Query:
+        return (name_or_file if isinstance(name_or_file, library.Query)
+                else library.resolve(name_or_file))
+
+    def _needs(self, query: library.Query) -> needs.Reading:
+        now = self.now or dt.datetime.now(dt.timezone.utc)
+        return needs.reading(query, self.filters, now)
+
+    def _local(self, query: library.Query):
+        """The local connection, read again (once) only when this query
+        needs more of the store than it holds."""
+        if self.results_dir is None:
+            from config.results import store
+            store.existing_home()    # a typo must not answer "no rows"
+        wanted = self._needs(query)
+        if self._reading is not None and self._reading.covers(wanted):
+            return self._con
+        if self._expected is not None:
+            wanted = wanted.union(self._expected)
+        if self._reading is not None:
+            wanted = wanted.union(self._reading)
+        self._con = _engine('local').connect(self.results_dir, wanted,
+                                             self.filters)
+        self._reading = wanted
+        return self._con
 
     def notes(self) -> list[str]:
         """What the reader should know about the rows it read."""
@@ -39,19 +76,21 @@ class Runner:
                 else 'the local store')
 
     def run(self, name_or_file: str | library.Query) -> Result:
-        query = (name_or_file if isinstance(name_or_file, library.Query)
-                 else library.resolve(name_or_file))
-        text = library.compose(query, self.filters)
-        engine = _engine('cloud' if self.workspace else 'local')
-        if self._con is None:
-            if not self.workspace and self.results_dir is None:
-                from config.results import store
-                store.existing_home()    # a typo must not answer "no rows"
-            self._con = (engine.connect() if self.workspace
-                         else engine.connect(self.results_dir))
+        query = self._query(name_or_file)
         if self.workspace:
-            return engine.run(self._con, self.workspace, text)
-        return engine.run(self._con, text, self.now)
+            engine = _engine('cloud')
+            if self._con is None:
+                self._con = engine.connect()
+            return engine.run(self._con, self.workspace,
+                              library.compose(query, self.filters))
+        # Locally clusterproof_results is a view of the connection: the
+        # base, deduplicated once, with the filters.
+        con = self._local(query)
+        text = (f'{library.BASE_FUNCTION}\n'
+                if query.name == library.BASE_NAME and not query.standalone
+                and query.text == library.shipped()[library.BASE_NAME].text
+                else query.text)
+        return _engine('local').run(con, text, self.now)
 
 
 def _name_unreadable_lines(results_dir: Path | None) -> None:

@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 from collections import defaultdict
 
+from scripts.query import library
 from scripts.query.runner import Runner
 
 
@@ -72,13 +73,16 @@ BASIS_WORDS = {'published': 'published reference',
 
 def _bad_nodes(latest: list[dict], outliers: list[dict]) -> list[dict]:
     """A node is bad when its latest verdict of a test is a failure, or it
-    is an outlier among its peers in a run."""
-    bad = [{'cluster': r['cluster'], 'partition': r['check_partition'],
-            'node': r['node'], 'why': f"{r['check_name']} failed"
-            + (f" ({BASIS_WORDS.get(r.get('verdict_basis'), r.get('verdict_basis'))})"
-               if r.get('verdict_basis') else ''),
-            'detail': r['check_fail_reason'] or '', 'when': r['completed']}
-           for r in latest if r['check_result'] == 'fail']
+    is an outlier among its peers in a run (*outliers* holds outliers
+    only). Each finding of a node is shown once, its latest run, with how
+    many earlier runs found the same: the table follows the nodes and
+    checks, not the history."""
+    found = [{'cluster': r['cluster'], 'partition': r['check_partition'],
+              'node': r['node'], 'why': f"{r['check_name']} failed"
+              + (f" ({BASIS_WORDS.get(r.get('verdict_basis'), r.get('verdict_basis'))})"
+                 if r.get('verdict_basis') else ''),
+              'detail': r['check_fail_reason'] or '', 'when': r['completed']}
+             for r in latest if r['check_result'] == 'fail']
     # an acceptance run already judged its peers: its verdict says it
     judged = {(r['cluster'], r['check_partition'], r['node'],
                r['check_name'].split('_')[0]) for r in latest
@@ -89,7 +93,7 @@ def _bad_nodes(latest: list[dict], outliers: list[dict]) -> list[dict]:
                                 r['node'], r['test']) in judged:
             continue
         device = f" {r['device']}" if r['device'] else ''
-        bad.append({
+        found.append({
             'cluster': r['cluster'], 'partition': r['check_partition'],
             'node': r['node'],
             'why': f"{r['test']} {r['check_perf_var']}{device}: outlier",
@@ -98,11 +102,30 @@ def _bad_nodes(latest: list[dict], outliers: list[dict]) -> list[dict]:
                       f"{r['check_perf_unit']} ({r['worse_pct']:g}% worse, "
                       f"{r['peers']} peers, robust z {r['robust_z']})",
             'when': r['completed']})
-    return sorted(bad, key=lambda b: (b['cluster'] or '', b['node'] or '',
-                                      b['why']))
+    latest_of = {}
+    for finding in found:
+        key = (finding['cluster'], finding['partition'], finding['node'],
+               finding['why'])
+        kept = latest_of.get(key)
+        earlier = 0 if kept is None else kept['earlier'] + 1
+        if kept is None or _later(finding['when'], kept['when']):
+            latest_of[key] = {**finding, 'earlier': earlier}
+        else:
+            kept['earlier'] = earlier
+    return sorted(latest_of.values(),
+                  key=lambda b: (b['cluster'] or '', b['node'] or '',
+                                 b['why']))
+
+
+def _later(when, than) -> bool:
+    return than is None or (when is not None and when > than)
 
 
 def gather(runner: Runner) -> Report:
+    outliers = library.outliers_only()
+    queries = ('latest_by_node', 'trends', outliers, 'regressions',
+               'run_summary')
+    runner.expect(*queries)          # the store is read once for all five
     latest = runner.run('latest_by_node').records()
     # Failures first, then by cluster and node.
     latest.sort(key=lambda r: (r['check_result'] != 'fail',
@@ -113,6 +136,6 @@ def gather(runner: Runner) -> Report:
         generated=dt.datetime.now(dt.timezone.utc),
         series=_series(runner.run('trends').records()),
         latest_by_node=latest,
-        bad_nodes=_bad_nodes(latest, runner.run('node_outliers').records()),
+        bad_nodes=_bad_nodes(latest, runner.run(outliers).records()),
         regressions=runner.run('regressions').records(),
         runs=runner.run('run_summary').records())

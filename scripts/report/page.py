@@ -98,8 +98,13 @@ def render(report: Report) -> str:
     out.append('<h2 id="bad">Bad nodes</h2>')
     out.append(_table('bad-nodes', [
         ('cluster', 'cluster'), ('partition', 'partition'), ('node', 'node'),
-        ('why', 'why'), ('detail', 'detail'), ('when', 'when')],
-        report.bad_nodes))
+        ('why', 'why'), ('detail', 'detail'), ('when', 'when'),
+        ('earlier', 'earlier runs with it')], report.bad_nodes))
+    if report.bad_nodes:
+        out.append('<p class="meta">Each finding once, at its latest run. '
+                   'Every run of every node: <code>clusterproof query '
+                   'node_outliers --all</code> and <code>clusterproof query '
+                   'failures</code>.</p>')
     out.append('<h2 id="regress">Regressions</h2>')
     out.append(_table('regressions', [
         ('cluster', 'cluster'), ('vm_sku', 'VM SKU'),

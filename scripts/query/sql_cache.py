@@ -1,0 +1,68 @@
+"""Translated SQL kept by query text under $CLUSTERPROOF_HOME/cache/kql (the
+cache/ beside the results/ a connection reads):
+translating a shipped query costs about a second, every time, and the text
+rarely changes. An entry is keyed by the KQL text, the columns of the tables
+it reads (duckdb-kql consults them for joins) and duckdb-kql's version; the
+clock a query reads (ago(), now()) is a parameter of the SQL, bound at each
+run. A cache that cannot be read or written is simply not used."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import duckdb_kql
+from duckdb_kql.params import as_datetime
+from duckdb_kql.translate import CLOCK_SLOT
+
+
+
+def directory(results_dir: Path) -> Path:
+    """Where the translations of queries on *results_dir* are kept."""
+    return results_dir.parent / 'cache' / 'kql'
+
+
+def _path(where: Path, kql: str, tables: dict) -> Path:
+    key = json.dumps([duckdb_kql.__version__, kql, tables], sort_keys=True)
+    return where / f'{hashlib.sha256(key.encode()).hexdigest()}.json'
+
+
+def clock_parameters(clock: str | None, moment) -> dict:
+    """The SQL's parameters: the clock, pinned at *moment*, if it reads it
+    (in the form duckdb-kql binds it)."""
+    return {clock: as_datetime(moment, 'query_now')} if clock else {}
+
+
+def lookup(where: Path, kql: str, tables: dict):
+    """(SQL, the clock's parameter name or None), or None when not cached."""
+    try:
+        entry = json.loads(_path(where, kql, tables).read_text())
+        return entry['sql'], entry['clock']
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store_translation(where: Path, kql: str, tables: dict, translated,
+                      moment) -> None:
+    """Keeps *translated* when its only parameter is the clock pinned at
+    *moment* (a query's own declared parameters, or a clock it sets itself,
+    are not cached)."""
+    parameters = dict(translated.parameters)
+    if parameters and parameters != clock_parameters(CLOCK_SLOT, moment):
+        return
+    entry = {'sql': str(translated),
+             'clock': CLOCK_SLOT if parameters else None}
+    path = _path(where, kql, tables)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile('w', dir=path.parent, delete=False,
+                                         suffix='.partial') as fp:
+            json.dump(entry, fp)
+        os.replace(fp.name, path)
+    except OSError:
+        try:
+            os.unlink(fp.name)
+        except (OSError, NameError):
+            pass

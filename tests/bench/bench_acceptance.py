@@ -1,0 +1,123 @@
+"""Benchmark: acceptance planning on a fake Slurm partition of N nodes
+(`sinfo`/`scontrol` stand-ins on PATH), and ReFrame's own cost per test
+case for the node phase's first batch (`reframe --list` and `--dry-run`
+with the plan's own options), with the share of it spent in ReFrame's
+deprecation-warning stack walks (inspect.stack) under cProfile.
+
+    nice -n 10 .venv/bin/python -m tests.bench.bench_acceptance
+        [--nodes 1000 10000] [--dry-run-nodes 50]
+
+Not collected by pytest.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.helpers import REPO, suite_env
+
+SINFO = """#!/bin/sh
+i=0
+while [ $i -lt {nodes} ]; do printf 'hbv4-%05d idle\\n' $i; i=$((i+1)); done
+"""
+SCONTROL = """#!/bin/sh
+[ "$1" = ping ] && echo 'Slurmctld(primary) at fake is UP'
+"""
+
+
+def fake_slurm(directory: Path, nodes: int) -> None:
+    for name, text in (('sinfo', SINFO.format(nodes=nodes)),
+                       ('scontrol', SCONTROL)):
+        path = directory / name
+        path.write_text(text)
+        path.chmod(0o755)
+
+
+def time_plan(work: Path, nodes: int) -> tuple[float, list]:
+    from scripts.acceptance import plan, session
+    bin_dir = work / f'bin-{nodes}'
+    bin_dir.mkdir()
+    fake_slurm(bin_dir, nodes)
+    os.environ['PATH'] = f'{bin_dir}{os.pathsep}{os.environ["PATH"]}'
+    options = session.Options(selection=plan.Selection(
+        checks=[str(REPO / 'checks')], tags=['acceptance']),
+        system='azure', partitions=['hbv4'])
+    start = time.monotonic()
+    _, phases, _ = session._inventory(options, say=lambda line: None)
+    seconds = time.monotonic() - start
+    argvs = [plan.reframe_options(p, options.selection, 'r.json', 'prefix',
+                                  0) for p in phases]
+    os.environ['PATH'] = os.environ['PATH'].split(os.pathsep, 1)[1]
+    return seconds, phases, argvs
+
+
+def reframe_seconds(work: Path, phase, action: str, profile: Path | None):
+    from scripts.acceptance import plan
+    argv = plan.reframe_options(
+        phase, plan.Selection(checks=[str(REPO / 'checks')],
+                              tags=['acceptance']),
+        str(work / f'{action}.json'), str(work / f'prefix-{action}'), 0)
+    argv = [a for a in argv if a != '-r'] + [action]
+    reframe = str(Path(sys.executable).parent / 'reframe')
+    runner = [sys.executable, '-m', 'cProfile', '-o', str(profile),
+              reframe] if profile else [reframe]
+    env = suite_env(work / 'home')
+    start = time.monotonic()
+    done = subprocess.run([*runner, '-C', str(REPO / 'config' / 'config.py'),
+                           *argv], env=env, cwd=str(REPO),
+                          capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    if done.returncode != 0:
+        sys.exit(f'reframe {action} failed:\n{done.stdout[-3000:]}')
+    scripts = len(list((work / f'prefix-{action}').rglob('rfm_job.sh')))
+    return seconds, scripts
+
+
+def stack_walk_share(profile: Path) -> tuple[float, float]:
+    stats = pstats.Stats(str(profile))
+    total = stats.total_tt
+    walk = sum(value[3] for key, value in stats.stats.items()
+               if key[2] == 'stack' and key[0].endswith('inspect.py'))
+    return walk, total
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--nodes', type=int, nargs='+',
+                        default=[1000, 10000])
+    parser.add_argument('--dry-run-nodes', type=int, default=50)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        os.environ['CLUSTERPROOF_HOME'] = str(work / 'home')
+        for nodes in args.nodes:
+            seconds, phases, argvs = time_plan(work, nodes)
+            print(f'{nodes} nodes: planned in {seconds:.2f} s (two '
+                  f'`reframe --show-config` included): {len(phases)} '
+                  f'ReFrame sessions, longest argument '
+                  f'{max(len(a) for v in argvs for a in v)} B, longest '
+                  f'command line {max(sum(len(a) + 1 for a in v) for v in argvs)} B')
+        _, phases, _ = time_plan(work, args.dry_run_nodes)
+        node_phase = phases[0]
+        listed, _ = reframe_seconds(work, node_phase, '--list', None)
+        profile = work / 'dry-run.prof'
+        dry, scripts = reframe_seconds(work, node_phase, '--dry-run', None)
+        print(f'node phase of {args.dry_run_nodes} nodes: --list '
+              f'{listed:.1f} s, --dry-run {dry:.1f} s for {scripts} job '
+              f'scripts ({1000 * dry / max(scripts, 1):.0f} ms per test '
+              f'case)')
+        reframe_seconds(work, node_phase, '--list', profile)
+        walk, total = stack_walk_share(profile)
+        print(f'--list under cProfile: {total:.1f} s, of which '
+              f'inspect.stack (deprecation warnings) {walk:.1f} s '
+              f'({100 * walk / total:.0f}%)')
+
+
+if __name__ == '__main__':
+    main()

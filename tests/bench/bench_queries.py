@@ -1,0 +1,144 @@
+"""Benchmark: `clusterproof query` and `report` on a realistic fleet store
+(tests/bench/fleet_store.py) against the limit measured in the same run:
+plain DuckDB reading the same JSON lines, deduplicating with row_number()
+and computing trends' daily median, minimum and maximum.
+
+    nice -n 10 .venv/bin/python -m tests.bench.bench_queries [--rows 1000000]
+        [--home DIR]   # reuse a store built before (else a temporary one)
+
+Prints, per command: wall and CPU seconds (on a shared machine the CPU
+time is the steadier figure), their ratios to the limit, peak RSS (of
+the command's own process), and for the report its size. Each command runs
+once with an empty translation cache and then as measured. Not collected by
+pytest; run by hand (a 1M-row store is 1.3 GB).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from tests.bench import fleet_store
+from tests.helpers import REPO, suite_env
+
+CLI = str(REPO / 'scripts' / 'clusterproof')
+LIMIT = """
+import sys, duckdb
+files = sorted(sys.argv[1:])
+con = duckdb.connect()
+con.execute("SET TimeZone='UTC'")
+con.execute(f'''
+    WITH raw AS (SELECT * FROM read_json({files!r},
+                 format='newline_delimited')),
+    once AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY
+             record_id ORDER BY TimeGenerated DESC) AS copy FROM raw)
+             WHERE copy = 1)
+    SELECT date_trunc('day', coalesce(check_job_completion_time,
+           TimeGenerated)) AS day, cluster, vm_sku, check_name,
+           check_perf_var, device, check_perf_unit,
+           median(check_perf_value), min(check_perf_value),
+           max(check_perf_value)
+    FROM once WHERE check_perf_value IS NOT NULL
+    GROUP BY ALL''').fetchall()
+"""
+COMMANDS = [
+    ('query trends', ['query', 'trends']),
+    ('query trends --since 7d', ['query', 'trends', '--since', '7d']),
+    ('query regressions', ['query', 'regressions']),
+    ('query latest_by_node', ['query', 'latest_by_node']),
+    ('query run_summary', ['query', 'run_summary']),
+    ('query node_outliers', ['query', 'node_outliers']),
+    ('query node_outliers --all', ['query', 'node_outliers', '--all']),
+    ('query failures', ['query', 'failures']),
+    ('report --out', ['report', '--out', '{out}']),
+]
+
+
+def _peak_after_exec(pid: int, peak: list) -> None:
+    """The process's VmHWM (peak RSS of the program it runs), polled until
+    it ends. Not ru_maxrss: that counts the parent's pages the child had
+    between fork and exec (a benchmark holding a fake server's rows)."""
+    while True:
+        try:
+            with open(f'/proc/{pid}/status') as fp:
+                for line in fp:
+                    if line.startswith('VmHWM:'):
+                        peak[0] = max(peak[0], int(line.split()[1]) * 1024)
+        except (OSError, ValueError):
+            return
+        time.sleep(0.02)
+
+
+def run_one(argv: list[str], env: dict) -> tuple[float, float, int, int]:
+    """(wall seconds, CPU seconds, peak RSS bytes, stdout bytes), reaped
+    with wait4 so that the CPU time is this process's alone."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        child = subprocess.Popen(argv, env=env, stdout=out, stderr=err,
+                                 cwd=str(REPO))
+        peak = [0]
+        watch = threading.Thread(target=_peak_after_exec,
+                                 args=(child.pid, peak), daemon=True)
+        watch.start()
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.monotonic() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            err.seek(0)
+            sys.exit(f'{argv} failed: {err.read().decode()[-2000:]}')
+        return (wall, usage.ru_utime + usage.ru_stime, peak[0], out.tell())
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--rows', type=int, default=1_000_000)
+    parser.add_argument('--home', type=Path, default=None)
+    args = parser.parse_args(argv)
+    scratch = tempfile.mkdtemp(prefix='bench-queries-')
+    try:
+        home = args.home or Path(scratch) / 'home'
+        if not (home / 'results').exists():
+            start = time.monotonic()
+            lines = fleet_store.build(home, args.rows)
+            print(f'store: {lines} lines, {time.monotonic() - start:.0f} s '
+                  'to write')
+        files = sorted(str(p) for p in (home / 'results').glob('*/*.jsonl'))
+        size = sum(os.path.getsize(f) for f in files)
+        print(f'store: {len(files)} session files, {size / 2**20:.0f} MiB '
+              f'of JSON lines under {home}')
+        env = suite_env(home)
+        env.pop('LOGS_WORKSPACE_ID', None)
+        shutil.rmtree(home / 'cache', ignore_errors=True)
+        limit, limit_cpu, limit_rss, _ = run_one(
+            [sys.executable, '-c', LIMIT, *files], env)
+        print(f'limit (plain DuckDB, row_number, daily median/min/max): '
+              f'{limit:.2f} s wall, {limit_cpu:.2f} s CPU, '
+              f'{limit_rss / 2**20:.0f} MiB')
+        out = Path(scratch) / 'report.html'
+        cold, cold_cpu, _, _ = run_one(
+            [sys.executable, CLI, 'query', 'trends'], env)
+        print(f'query trends, empty translation cache: {cold:.2f} s wall, '
+              f'{cold_cpu:.2f} s CPU')
+        print(f'{"command":28} {"wall s":>7} {"x limit":>8} {"CPU s":>7} '
+              f'{"x limit":>8} {"peak MiB":>9} {"output":>10}')
+        for label, words in COMMANDS:
+            words = [w.format(out=out) for w in words]
+            run_one([sys.executable, CLI, *words], env)     # fills the cache
+            wall, cpu, rss, printed = run_one([sys.executable, CLI, *words],
+                                              env)
+            shown = (f'{out.stat().st_size / 1e6:.1f} MB' if 'report' in label
+                     else f'{printed / 1e6:.2f} MB')
+            print(f'{label:28} {wall:7.2f} {wall / limit:8.2f} {cpu:7.2f} '
+                  f'{cpu / limit_cpu:8.2f} {rss / 2**20:9.0f} {shown:>10}')
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,61 @@
+"""Benchmark: `clusterproof sync` of a backlog of ROWS realistic rows (the
+fleet store's, tests/bench/fleet_store.py) against the loopback Logs
+Ingestion API with a latency added to every call (default 50 ms), with 1
+and with 3 uploads in flight; the floor is calls x latency / uploads.
+
+    nice -n 10 .venv/bin/python -m tests.bench.bench_sync [--rows 100000]
+
+Prints calls, wall seconds, the ratio to the floor, the command's CPU
+seconds (the floor for wall time on a busy machine) and peak RSS. Not collected by pytest.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.bench import fleet_store
+from tests.bench.bench_queries import CLI, run_one
+from tests.bench.bench_reporting import calls, start_fake
+from tests.helpers import suite_env
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--rows', type=int, default=100_000)
+    parser.add_argument('--latency', type=float, default=0.05)
+    parser.add_argument('--uploads', type=int, nargs='+', default=[1, 3])
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        fake = start_fake(work, args.latency)
+        try:
+            pristine = work / 'pristine'
+            lines = fleet_store.build(pristine, args.rows, days=7)
+            print(f'backlog: {lines} stored lines in 35 session files; '
+                  f'{args.latency * 1000:.0f} ms per call')
+            print(f'{"uploads":>7} {"calls":>6} {"wall s":>7} '
+                  f'{"floor s":>8} {"x floor":>8} {"CPU s":>6} '
+                  f'{"peak MiB":>9}')
+            for uploads in args.uploads:
+                home = work / f'home-{uploads}-{len(list(work.glob("home-*")))}'
+                shutil.copytree(pristine, home)
+                env = suite_env(home, {**fake.env(),
+                                       'REQUESTS_CA_BUNDLE': fake.ca_bundle,
+                                       'SSL_CERT_FILE': fake.ca_bundle})
+                before = calls(fake)
+                wall, cpu, rss, _ = run_one(
+                    [sys.executable, CLI, 'sync', '--uploads', str(uploads)],
+                    env)
+                made = calls(fake) - before
+                floor = made * args.latency / uploads
+                print(f'{uploads:7} {made:6} {wall:7.2f} {floor:8.2f} '
+                      f'{wall / floor:8.2f} {cpu:6.2f} {rss / 2**20:9.0f}')
+        finally:
+            fake.close()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,56 @@
+"""Acceptance on thousands of nodes: batched ReFrame sessions whose command
+lines do not grow with the partition, the set scope's pin as host ranges."""
+import os
+
+from reframe.utility import nodelist_expand
+
+from scripts.acceptance import plan
+
+SELECTION = plan.Selection(checks=['checks'], tags=['acceptance'])
+
+
+def command_lines(phases):
+    return [plan.reframe_options(p, SELECTION, 'r.json', 'prefix', 0)
+            for p in phases]
+
+
+def test_ten_thousand_nodes_plan_in_batches_of_bounded_arguments():
+    nodes = [f'ndh200-{i:05d}' for i in range(10_000) if i % 97]
+    phases = plan.phases('azure', 'ndh200', nodes)
+    scopes = [p.scope for p in phases]
+    batches = -(-len(nodes) // plan.MAX_PINS)
+    assert scopes == ['node'] * batches + ['pair'] * batches + \
+        ['set', 'whole']
+    # every node in exactly one node batch, every ring pair in one pair batch
+    assert [pin[0] for p in phases if p.scope == 'node' for pin in p.pins] \
+        == nodes
+    assert [pin for p in phases if p.scope == 'pair' for pin in p.pins] == \
+        plan.ring_pairs(nodes)
+    labels = [p.label for p in phases]
+    assert len(set(labels)) == len(labels)
+    assert labels[0] == f'ndh200-node-1of{batches}'
+    limit = os.sysconf('SC_ARG_MAX')
+    for argv in command_lines(phases):
+        assert max(map(len, argv)) < 32 * 1024          # one argument
+        assert sum(len(a) + 1 for a in argv) < limit // 8
+    [collective] = [p for p in phases if p.scope == 'set']
+    options = collective.scope_options()
+    assert f'OsuCollective.num_nodes={len(nodes)}' in options
+    assert collective.pins == [tuple(nodes)]
+    # on the command line, host ranges naming exactly the usable nodes
+    # (Slurm's own syntax, which ReFrame's --nodelist keeps)
+    pin = options[options.index('-P') + 1].split('=', 1)[1]
+    assert nodelist_expand(pin) == nodes
+
+
+def test_host_ranges_keep_prefix_width_and_gaps():
+    assert plan.host_ranges(['hb-1', 'hb-2', 'hb-3', 'login', 'hb-5',
+                             'n-009', 'n-010', 'n-0011']) == \
+        ['hb-[1-3]', 'login', 'hb-5', 'n-[009-010]', 'n-0011']
+    assert plan.host_ranges([]) == []
+
+
+def test_a_small_partition_is_one_session_per_scope():
+    phases = plan.phases('sandbox', 'hbv4', ['sb-n1', 'sb-n2', 'sb-n3'])
+    assert [p.label for p in phases] == ['hbv4-node', 'hbv4-pair',
+                                         'hbv4-set', 'hbv4-whole']

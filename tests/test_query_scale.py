@@ -1,0 +1,182 @@
+"""The local engine reads only what a query needs: the session files of its
+window, the columns it names, each record once, the translation cached;
+and whatever it leaves out, every shipped query answers the rows it would
+answer reading everything, deduplicating with results.kql itself."""
+import datetime as dt
+import json
+import os
+
+import pytest
+
+from scripts.query import library, local, needs, output, sql_cache
+from scripts.query.runner import Runner
+from scripts.report import model
+from tests import query_store
+from tests.test_cli import cli
+from tests.test_query_cli import local_env
+
+NAMES = [name for name in library.shipped() if name != library.BASE_NAME]
+
+
+def as_rows(result) -> list[dict]:
+    return json.loads(output.as_json(result))
+
+
+@pytest.fixture(scope='module')
+def home(tmp_path_factory):
+    """The query store, each file's modification time its last row's, as
+    ReFrame leaves them."""
+    home = tmp_path_factory.mktemp('scale')
+    query_store.build(home)
+    for path in (home / 'results').glob('*/*.jsonl'):
+        last = max(json.loads(line)['TimeGenerated']
+                   for line in path.read_text().splitlines())
+        stamp = dt.datetime.fromisoformat(last).timestamp()
+        os.utime(path, (stamp, stamp))
+    return home
+
+
+def everything(home, name, filters=None):
+    """The rows of *name* the old way: every column of every file, the base
+    (its arg_max deduplication included) composed in front of the query."""
+    con = local.connect(home / 'results')
+    text = library.compose(library.resolve(name), filters)
+    return as_rows(local.run(con, text, query_store.NOW))
+
+
+SINCE = [None, query_store.NOW - dt.timedelta(days=2),
+         query_store.NOW - dt.timedelta(hours=12)]
+
+
+@pytest.mark.parametrize('since', SINCE, ids=['all', '2d', '12h'])
+def test_every_query_answers_what_reading_everything_answers(home, since):
+    filters = library.Filters(since=since)
+    runner = Runner(results_dir=home / 'results', now=query_store.NOW,
+                    filters=filters)
+    runner.expect(*NAMES)
+    for name in NAMES:
+        assert as_rows(runner.run(name)) == everything(home, name, filters), \
+            name
+
+
+def test_windows_are_read_from_the_query_text():
+    windows = {name: needs.window(library.shipped()[name].text)
+               for name in NAMES}
+    day = dt.timedelta(days=1)
+    assert windows == {'compare_clusters': 30 * day, 'failures': 7 * day,
+                       'latest_by_node': None, 'node_outliers': None,
+                       'regressions': 16 * day, 'run_summary': None,
+                       'share_of_reference': 90 * day, 'trends': 90 * day}
+    # one read without the window and the query reads the whole history
+    assert needs.window('let a = clusterproof_results | where completed > '
+                        'ago(2d); clusterproof_results | join a on x') is None
+    assert needs.window('clusterproof_results\n// recent\n'
+                        '| where completed >= ago(12h)') == 12 * day / 24
+
+
+def test_a_query_reads_the_columns_it_names_and_a_file_of_yours_all():
+    now = query_store.NOW
+    trends = needs.reading(library.resolve('trends'), None, now)
+    assert {'check_perf_value', 'check_perf_peak', 'record_id',
+            'TimeGenerated'} <= trends.columns
+    assert not {'hostname', 'osuser', 'check_tags', 'gpu_vbios'} & \
+        trends.columns
+    assert trends.start == now - dt.timedelta(days=90)
+    yours = library.Query('mine', '', 'clusterproof_results | take 1\n')
+    assert needs.reading(yours, None, now) == needs.Reading(None, None)
+
+
+def test_files_written_before_the_window_are_not_read(home):
+    results = home / 'results'
+    every = local.stored_files(results, None)
+    recent = local.stored_files(results, query_store.NOW -
+                                dt.timedelta(hours=12))
+    assert len(every) == 2 * query_store.DAYS
+    # the last day's two sessions, and the day before's within the slack
+    assert len(recent) == 4 and set(recent) < set(every)
+    con = local.connect(results, needs.Reading(
+        frozenset({'cluster'}), query_store.NOW - dt.timedelta(hours=12)))
+    columns = [c[0] for c in con.execute(
+        'DESCRIBE "ReFrameResults_CL"').fetchall()]
+    # cluster, and what the base reads
+    assert columns == ['TimeGenerated', 'check_job_completion_time',
+                       'record_id', 'cluster', 'check_name',
+                       'check_display_name', 'check_perf_var',
+                       'check_perf_unit']
+
+
+def test_the_translation_is_cached_and_the_clock_bound_at_each_run(
+        home, monkeypatch):
+    con = local.connect(home / 'results')
+    text = library.resolve('failures').text
+    first = as_rows(local.run(con, text, query_store.NOW))
+    assert first and list(sql_cache.directory(home / 'results').glob(
+        '*.json'))
+
+    def no_translation(*args, **kwargs):
+        raise AssertionError('translated again')
+    monkeypatch.setattr(local.duckdb_kql, 'to_sql', no_translation)
+    assert as_rows(local.run(con, text, query_store.NOW)) == first
+    # a week later no failure is within the query's 7 days
+    later = query_store.NOW + dt.timedelta(days=8)
+    assert as_rows(local.run(con, text, later)) == []
+
+
+def test_node_outliers_shows_outliers_unless_all(home):
+    env = local_env(home)
+    outliers = cli('query', 'node_outliers', '--json', env=env)
+    assert outliers.returncode == 0, outliers.stderr
+    rows = json.loads(outliers.stdout)
+    assert rows and all(r['outlier'] for r in rows)
+    every = cli('query', 'node_outliers', '--all', '--json', env=env)
+    assert len(json.loads(every.stdout)) > len(rows)
+    wrong = cli('query', 'trends', '--all', env=env)
+    assert wrong.returncode == 2 and 'node_outliers' in wrong.stderr
+
+
+def _outlier(node, when, value):
+    return {'cluster': 'c', 'check_partition': 'p', 'node': node,
+            'device': '', 'test': 'StreamCheck', 'check_perf_var': 'triad_bw',
+            'value': value, 'check_perf_unit': 'MB/s', 'peer_median': 100.0,
+            'worse_pct': 20.0, 'peers': 4, 'robust_z': -4.0, 'outlier': True,
+            'completed': dt.datetime(2026, 11, when,
+                                     tzinfo=dt.timezone.utc)}
+
+
+def test_bad_nodes_keep_each_finding_once_at_its_latest_run():
+    found = model._bad_nodes([], [_outlier('n1', 3, 80.0),
+                                  _outlier('n1', 5, 70.0),
+                                  _outlier('n1', 4, 75.0),
+                                  _outlier('n2', 4, 60.0)])
+    assert [(b['node'], b['when'].day, b['earlier']) for b in found] == \
+        [('n1', 5, 2), ('n2', 4, 0)]
+    assert found[0]['detail'].startswith('70 MB/s')
+
+
+def test_query_and_report_do_not_import_reframe(home):
+    """Their fixed cost: the CLI imports the module of the command it runs
+    alone, and the launcher finds ReFrame without importing it."""
+    import subprocess
+    import sys
+    from tests.helpers import REPO
+    probe = ('import runpy, sys; sys.argv = ["clusterproof", "query", '
+             '"--list"]\ntry:\n    runpy.run_path("scripts/clusterproof", '
+             'run_name="__main__")\nexcept SystemExit:\n    pass\n'
+             'print(sorted(m for m in sys.modules if m.startswith('
+             '"reframe")))')
+    done = subprocess.run([sys.executable, '-c', probe], cwd=str(REPO),
+                          env=local_env(home), capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert 'trends' in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == '[]'
+
+
+def test_memory_is_bounded_and_spills_beside_the_store(home, monkeypatch):
+    monkeypatch.setenv(local.MEMORY_VARIABLE, '300MB')
+    con = local.connect(home / 'results')
+    limit, spill = con.execute(
+        "SELECT current_setting('memory_limit'), "
+        "current_setting('temp_directory')").fetchall()[0]
+    assert limit.replace(' ', '') in ('286.1MiB', '300.0MB', '300MB')
+    assert spill == str(home / 'cache' / 'duckdb')
