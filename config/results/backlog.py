@@ -128,11 +128,13 @@ class StoredBacklog:
 
 
 def _count_lines(path: Path) -> int:
+    if not store.regular_files([path], warn=lambda message: None):
+        return 0        # missing, a directory, a FIFO: never opened
     try:
         with open(path, 'rb') as fp:
             return sum(block.count(b'\n') for block in
                        iter(lambda: fp.read(1 << 20), b''))
-    except FileNotFoundError:
+    except OSError:
         return 0
 
 
