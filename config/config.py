@@ -12,7 +12,13 @@ import sys
 
 from . import reframe_temp_log
 from .results import perflog, store
-from .systems import azure, local, pbs_example, sandbox
+
+# A home that cannot hold the store stops ReFrame here, in one line naming it
+# (ReFrame reports an OSError of its configuration so), before the systems
+# read their site file from it.
+store.check_home()
+
+from .systems import azure, local, pbs_example, sandbox  # noqa: E402
 
 reframe_temp_log.remove_at_exit()
 
@@ -31,8 +37,12 @@ COMMON_ENVIRONMENTS = [
 
 def _with_default_prefix(system):
     # ReFrame's stage/ and output/ go under CLUSTERPROOF_HOME, not into the
-    # current directory (the checkout); --prefix or RFM_PREFIX still win.
-    return {'prefix': str(store.home()), **system}
+    # current directory (the checkout), and one directory per session, so
+    # that two sessions on one home (two admins, a cron run and a manual
+    # one) never share a stage directory; --prefix, RFM_PREFIX, --stage and
+    # --outputdir still win.
+    return {'prefix': str(store.home() / 'runs' / perflog.SESSION_ID),
+            **system}
 
 
 site_configuration = {

@@ -15,8 +15,10 @@ over HTTPS on 127.0.0.1 with a throwaway certificate:
   rows the test's ``answer_query(query, timespan) -> list[dict]`` returns
   (404 for another workspace, 403 when answer_query is unset: no read rights).
 
-Tests can queue failures (status + headers, or DROP to close the connection
-without an answer), add latency to every ingestion call, make tokens expire,
+Tests can queue failures (status + headers, DROP to close the connection
+before accepting anything, or LOST to accept the rows and then close the
+connection without the 204: the one way a client sends a row twice), add
+latency to every ingestion call, make tokens expire,
 and stop and start the server on the same port (an endpoint that is down).
 """
 from __future__ import annotations
@@ -43,6 +45,7 @@ from cryptography.x509.oid import NameOID
 MAX_BODY = 1024 * 1024
 API_VERSION = '2023-01-01'
 DROP = 'drop'   # a queued failure that closes the connection unanswered
+LOST = 'lost'   # accepted, then the connection closed before the 204
 
 
 def make_certificate(directory):
@@ -87,6 +90,7 @@ class FakeAzure:
     identity_header: str = field(default_factory=lambda: secrets.token_hex(8))
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     uploads: list = field(default_factory=list)      # accepted (204)
+    lost: list = field(default_factory=list)         # accepted, 204 lost
     rejected: list = field(default_factory=list)     # anything else
     token_requests: int = 0
     # (status, headers) answered to the next ingestion POSTs, in order;
@@ -265,6 +269,17 @@ def _handler_for(fake: FakeAzure):
                     record.status = DROP
                     with fake.lock:
                         fake.rejected.append(record)
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if status == LOST:
+                    record.body = json.loads(
+                        gzip.decompress(raw) if self.headers.get(
+                            'Content-Encoding') == 'gzip' else raw)
+                    record.status = LOST
+                    with fake.lock:
+                        fake.uploads.append(record)
+                        fake.lost.append(record)
                     self.close_connection = True
                     self.connection.close()
                     return

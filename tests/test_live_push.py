@@ -137,7 +137,7 @@ def test_forbidden_stops_the_push_with_one_warning_then_sync(tmp_path,
     assert len(stored_ids(tmp_path)) == 6
 
     refused = run_sync(env)
-    assert refused.returncode == 1
+    assert refused.returncode == 2    # a refusal: what to change, not "later"
     assert 'Monitoring Metrics Publisher' in refused.stderr
     fake_azure.failures = []      # the role is granted
     synced = run_sync(env)
@@ -195,7 +195,7 @@ def test_no_identity_leaves_everything_for_sync(tmp_path, fake_azure):
     assert end_line(result.stdout) == (0, 4, 4, 'no token x4')
     assert fake_azure.uploads == [] and fake_azure.rejected == []
     refused = run_sync(env)
-    assert refused.returncode == 1
+    assert refused.returncode == 2
     assert 'no Azure token' in refused.stderr
     synced = run_sync(session_env(tmp_path, fake_azure))
     assert synced.returncode == 0, synced.stdout + synced.stderr

@@ -57,7 +57,7 @@ def test_unusable_home_is_one_line_naming_the_variable(tmp_path):
                    str(DATA / 'stream' / 'stream_c_omp2_20M.out'),
                    '--system', 'local', '--partition', 'default'],
                   cwd=tmp_path, env=env)
-    assert ingest.returncode == 1
+    assert ingest.returncode == 2
     assert ingest.stderr == f'clusterproof: {expected}\n'
 
 
@@ -83,7 +83,8 @@ def test_stage_and_output_go_under_the_home_not_the_checkout(tmp_path):
                    '--dry-run'], cwd=cwd, env=suite_env(home))
     assert result.returncode == 0, result.stdout + result.stderr
     assert list(cwd.iterdir()) == []
-    assert list((home / 'stage').rglob('rfm_job.sh'))
+    # one stage directory per session: sessions sharing a home never meet
+    assert list((home / 'runs').glob('*/stage/**/rfm_job.sh'))
 
 
 def test_printed_reframe_command_works_from_elsewhere(tmp_path, monkeypatch):
@@ -110,7 +111,7 @@ def test_deploy_checks_the_home_before_calling_azure(tmp_path):
     result = _run([sys.executable, CLI, 'deploy', '--resource-group', 'rg',
                    '--principal-id', '00000000-0000-0000-0000-000000000000'],
                   cwd=tmp_path, env=env)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr == (
         f'clusterproof: cannot use CLUSTERPROOF_HOME={not_a_dir}: not a '
         'directory; point CLUSTERPROOF_HOME at a writable directory\n')

@@ -163,5 +163,6 @@ def test_a_torn_line_is_left_out_and_said(home):
     assert done.returncode == 0, done.stderr
     assert 'torn' not in {r['record_id'] for r in json.loads(done.stdout)}
     assert '1 line(s) of the local store could not be read' in done.stderr
+    (home / 'elsewhere').mkdir()
     clean = cli('query', 'trends', env=local_env(home / 'elsewhere'))
     assert clean.returncode == 0 and 'note' not in clean.stderr

@@ -100,15 +100,61 @@ def test_retries_honour_retry_after_and_back_off():
     assert dict(shipper.tally.failures) == {'429': 1, '503': 2}
 
 
-def test_413_splits_and_a_lone_oversized_row_is_left():
+def test_413_splits_and_a_lone_oversized_row_is_set_aside():
     transport = ScriptedTransport(shipping.outcome_for_status(413),
                                   shipping.outcome_for_status(413))
-    accepted, waits = [], []
+    accepted, waits, aside = [], [], []
     shipper = delivery(transport, accepted, waits)
+    shipper.set_aside = lambda row, size, reason: aside.append(
+        (row['record_id'], size, reason))
     shipper.ship(rows(2))
     assert [len(body) for body in transport.bodies] == [2, 1, 1]
     assert len(accepted) == 1
-    assert dict(shipper.tally.left) == {'413': 1}
+    assert dict(shipper.tally.left) == {}
+    assert len(aside) == 1 and aside[0][0] in ('r000000', 'r000001')
+    assert aside[0][1] == shipping.row_size(rows(1)[0])
+    assert sum(shipper.tally.aside.values()) == 1
+
+
+def test_a_wrong_stream_is_refused_for_good_and_stops():
+    transport = ScriptedTransport(
+        shipping.outcome_for_status(404, None, 'InvalidStream'))
+    accepted, waits = [], []
+    shipper = delivery(transport, accepted, waits)
+    shipper.max_body = 3000
+    with pytest.raises(shipping.Refused) as stop:
+        shipper.ship(rows(10))
+    assert len(transport.bodies) == 1 and waits == []
+    assert shipper.tally.left_total() == 10
+    advice = shipping.auth_advice(stop.value.outcome)
+    assert 'LOGS_DCR_STREAM_NAME' in advice and 'permanently' in advice
+
+
+def test_nothing_is_sent_while_the_ledger_cannot_be_written():
+    transport = ScriptedTransport()
+    accepted, waits = [], []
+    shipper = delivery(transport, accepted, waits)
+    shipper.ready = lambda batch: 'cannot write the ledger x: Read-only'
+    with pytest.raises(shipping.LedgerStop) as stop:
+        shipper.ship(rows(3))
+    assert transport.bodies == [] and len(stop.value.rest) == 3
+
+
+def test_a_failed_ledger_write_stops_at_once():
+    transport = ScriptedTransport()
+    waits = []
+
+    def record(batch):
+        raise OSError(28, 'No space left on device')
+    shipper = delivery(transport, [], waits)
+    shipper.record = record
+    shipper.max_body = 3000
+    with pytest.raises(shipping.LedgerStop) as stop:
+        shipper.ship(rows(10))
+    assert len(transport.bodies) == 1
+    assert len(stop.value.accepted) == len(transport.bodies[0])
+    assert len(stop.value.accepted) + len(stop.value.rest) == 10
+    assert shipper.tally.shipped == len(stop.value.accepted)
 
 
 def test_retries_end_and_the_rows_are_left_with_the_reason():

@@ -96,10 +96,12 @@ def test_a_failed_chunk_is_left_and_the_next_sync_resumes(tmp_path,
     store_session(tmp_path / 'home', rows=2400, padding=600)
     env = session_env(tmp_path, fake_azure)
     fake_azure.failures = [(204, {}), (400, {})]
-    first = run_sync(env)
-    assert first.returncode == 1
+    first = run_sync(env, '--uploads', '1')    # one call at a time
+    # a 400 is a refusal no retry cures: named, exit 2, nothing more sent
+    assert first.returncode == 2
     assert 'row(s) left in the local store (400 Injected x' in first.stderr
-    assert len(fake_azure.uploads) >= 2
+    assert 'refused the upload permanently (400 Injected)' in first.stderr
+    assert len(fake_azure.rejected) == 1 and len(fake_azure.uploads) == 1
     for upload in fake_azure.uploads:
         assert len(upload.body) < 2400
     left_after_first = 2400 - len(fake_azure.rows)

@@ -18,6 +18,7 @@ import urllib.parse
 from reframe.core.exceptions import LoggingError
 
 from . import live_push, records, shipping
+from . import settings as settings_of
 
 API_VERSION = '2023-01-01'
 SCOPE = 'https://monitor.azure.com/.default'
@@ -132,10 +133,8 @@ def make_formatter(session_id: str):
 def flush_timeout() -> float:
     """Seconds the live push may take at session end before it leaves the
     rest to `clusterproof sync` (CLUSTERPROOF_FLUSH_TIMEOUT, default 30)."""
-    try:
-        return max(0.0, float(os.environ['CLUSTERPROOF_FLUSH_TIMEOUT']))
-    except (KeyError, ValueError):
-        return live_push.DEFAULT_FLUSH_TIMEOUT
+    return settings_of.seconds('CLUSTERPROOF_FLUSH_TIMEOUT',
+                               live_push.DEFAULT_FLUSH_TIMEOUT)
 
 
 def handler_config(session_id: str) -> dict | None:

@@ -33,6 +33,7 @@ class Backlog:
     ledger_of: dict = field(default_factory=dict)    # record_id -> Ledger
     sessions: dict = field(default_factory=dict)     # session -> rows
     running: list = field(default_factory=list)      # sessions skipped
+    set_aside: dict = field(default_factory=dict)    # record_id -> entry
 
 
 def _wanted(path: Path, session: str | None, since: dt.date | None) -> bool:
@@ -56,18 +57,15 @@ def accepted_everywhere(files) -> dict[str, int]:
 
 def stored_lines(path: Path):
     """Each row of one session file with its line as stored (bytes, no
-    line end); a torn or unreadable line is skipped. The one place sync
-    reads the store's lines."""
-    decode = json.JSONDecoder().decode
-    with open(path, 'rb') as fp:
-        for line in fp:
-            line = line.rstrip(b'\r\n')
-            try:
-                row = decode(line.decode())
-            except ValueError:          # UnicodeDecodeError included
-                continue
-            if isinstance(row, dict):
-                yield row, line
+    line end), read by the store's one reader (store.file_lines): a line
+    that is no row is skipped with a warning, and a row whose values the
+    reader nulled (NaN, wrong type) or whose record_id it made a string
+    comes re-encoded. The one place sync reads the store's lines."""
+    for row, line, changed in store.file_lines(path):
+        if changed:
+            line = json.dumps(row, separators=(',', ':'),
+                              allow_nan=False).encode()
+        yield row, line
 
 
 def _as_sent(row: dict, line: bytes) -> bytes:
@@ -98,6 +96,7 @@ class StoredBacklog:
             else:
                 self.files.append(path)
         self.sessions = {}          # session -> rows read so far
+        self.set_aside = {}         # record_id -> its <session>.rejected
 
     def items(self):
         """(record_id, line to send, the session's Ledger) of every row in
@@ -106,9 +105,13 @@ class StoredBacklog:
         for path in self.files:
             session_ledger = ledger.Ledger(ledger.ledger_path(path))
             session = path.stem
+            aside = ledger.read_rejected(ledger.rejected_path(path))
             for row, line in stored_lines(path):
                 record_id = row.get('record_id')
                 if not record_id or record_id in shipped:
+                    continue
+                if record_id in aside:
+                    self.set_aside[record_id] = aside[record_id]
                     continue
                 shipped.add(record_id)
                 self.sessions[session] = self.sessions.get(session, 0) + 1
@@ -125,11 +128,13 @@ class StoredBacklog:
 
 
 def _count_lines(path: Path) -> int:
+    if not store.regular_files([path], warn=lambda message: None):
+        return 0        # missing, a directory, a FIFO: never opened
     try:
         with open(path, 'rb') as fp:
             return sum(block.count(b'\n') for block in
                        iter(lambda: fp.read(1 << 20), b''))
-    except FileNotFoundError:
+    except OSError:
         return 0
 
 
@@ -138,7 +143,7 @@ def find_backlog(session: str | None = None,
     """The backlog held in memory as rows (for small ones: tests, the
     benchmarks' reference)."""
     stored = StoredBacklog(session, since)
-    found = Backlog(running=stored.running)
+    found = Backlog(running=stored.running, set_aside=stored.set_aside)
     for record_id, line, session_ledger in stored.items():
         found.rows.append(json.loads(line))
         found.ledger_of[record_id] = session_ledger
@@ -207,8 +212,10 @@ def _give_up(attempt: int, started: float) -> bool:
 
 def ship(rows: list[dict], ledger_of: dict, transport,
          progress=None) -> tuple[shipping.Tally, shipping.Outcome | None]:
-    """Ship rows; returns the tally and the 401/403 that stopped it, if
-    any. progress(shipped, total) is called after each accepted call."""
+    """Ship rows; returns the tally and the refusal (401/403, wrong DCR or
+    stream, schema) that stopped it, if any. progress(shipped, total) is
+    called after each accepted call. Nothing is sent while a ledger of the
+    batch cannot be written; a ledger write that fails stops it all."""
     tally = shipping.Tally()
     tally.add(offered=len(rows))
 
@@ -223,13 +230,31 @@ def ship(rows: list[dict], ledger_of: dict, transport,
         if progress:
             progress(tally.shipped + len(batch), tally.offered)
 
-    delivery = shipping.Delivery(transport=transport, record=record,
-                                 tally=tally, give_up=_give_up)
+    delivery = shipping.Delivery(
+        transport=transport, record=record, tally=tally, give_up=_give_up,
+        ready=lambda batch: _ledgers_problem(batch, ledger_of),
+        set_aside=lambda row, size, reason: ledger.set_aside(
+            ledger.rejected_path(ledger_of[row['record_id']].path), row,
+            size, reason))
     try:
         delivery.ship(rows)
-    except shipping.AuthStop as stop:
+    except shipping.Refused as stop:
         return tally, stop.outcome
+    except shipping.LedgerStop as stop:
+        tally.leave(stop.reason, len(stop.rest))
+        tally.add(unrecorded=len(stop.accepted))
     return tally, None
+
+
+def _ledgers_problem(batch, ledger_of) -> str | None:
+    """Why a ledger of the batch cannot be written now (rows with
+    ledger_of, or stored-line items carrying their ledger)."""
+    for session_ledger in {ledger_of[item['record_id']] if ledger_of
+                           else item[2] for item in batch}:
+        problem = session_ledger.problem()
+        if problem:
+            return problem
+    return None
 
 
 def ship_stored(items, transport, progress=None, total: int = 0,
@@ -257,19 +282,33 @@ def ship_stored(items, transport, progress=None, total: int = 0,
 
     delivery = shipping.Delivery(
         transport=shipping.Throttle(transport), record=record, tally=tally,
-        give_up=_give_up, encoder=shipping.encode_lines)
+        give_up=_give_up, encoder=shipping.encode_lines,
+        set_aside=lambda item, size, reason: ledger.set_aside(
+            ledger.rejected_path(item[2].path), {'record_id': item[0]},
+            size, reason))
     waiting = queue.Queue(maxsize=in_flight)
-    stopped = []
+    stopped = []            # the refusal that stopped every upload
+    ledger_stopped = []     # why a ledger could not be written
 
     def upload():
         while (batch := waiting.get()) is not None:
-            if stopped:
-                tally.leave(stopped[0].reason, len(batch))
+            if stopped or ledger_stopped:
+                tally.leave(stopped[0].reason if stopped
+                            else ledger_stopped[0], len(batch))
+                continue
+            problem = _ledgers_problem(batch, None)
+            if problem:     # nothing is sent that its ledger cannot hold
+                ledger_stopped.append(problem)
+                tally.leave(problem, len(batch))
                 continue
             try:
                 delivery.ship_chunk(batch)
-            except shipping.AuthStop as stop:
+            except shipping.Refused as stop:
                 stopped.append(stop.outcome)
+            except shipping.LedgerStop as stop:
+                ledger_stopped.append(stop.reason)
+                tally.add(unrecorded=len(stop.accepted))
+                tally.leave(stop.reason, len(stop.rest))
 
     # daemon: an interrupted sync exits at once; the ledgers hold every
     # 204 already written, and a torn ledger line does not count

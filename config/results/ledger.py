@@ -14,12 +14,16 @@ locks (fcntl) are the ones NFS (lockd / NFSv4) honours across hosts.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import time
 from pathlib import Path
 
+from . import store
+
 LEDGER_SUFFIX = '.shipped'
 LOCK_SUFFIX = '.lock'
+REJECTED_SUFFIX = '.rejected'
 
 
 def ledger_path(store_file: Path) -> Path:
@@ -30,37 +34,92 @@ def session_lock_path(store_file: Path) -> Path:
     return store_file.with_suffix(LOCK_SUFFIX)
 
 
+def rejected_path(store_file: Path) -> Path:
+    return store_file.with_suffix(REJECTED_SUFFIX)
+
+
+def set_aside(path: Path, row: dict, size: int, reason: str) -> None:
+    """Notes, in ``<session>.rejected``, a row Log Analytics will never
+    take (alone over 1 MB): one JSON object per line, record_id, size and
+    reason. Every later sync leaves it out and says so."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store.append_whole(path, (json.dumps(
+        {'record_id': str(row.get('record_id')), 'size': size,
+         'reason': reason, 'time': int(time.time())},
+        separators=(',', ':')) + '\n').encode())
+
+
+def read_rejected(path: Path, warn=store.warn) -> dict[str, dict]:
+    """record_id -> its entry in a ``<session>.rejected`` file."""
+    if not os.path.lexists(path) or not store.regular_files([path], warn):
+        return {}
+    entries = {}
+    for raw in path.read_bytes().splitlines():
+        try:
+            entry = json.loads(raw)
+            entries[str(entry['record_id'])] = entry
+        except (ValueError, TypeError, KeyError):
+            continue
+    return entries
+
+
 class Ledger:
-    """Appends accepted record_ids to one session's ledger file."""
+    """Appends accepted record_ids to one session's ledger file, each call
+    whole or not at all (store.append_whole); OSError when it cannot."""
 
     def __init__(self, path: Path):
         self.path = path
 
     def record(self, record_ids, when: float | None = None) -> None:
-        ids = [rid for rid in record_ids if rid]
+        ids = [str(rid) for rid in record_ids if rid]
         if not ids:
             return
         stamp = int(when if when is not None else time.time())
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, 'a') as fp:
-            fp.write(''.join(f'{rid} {stamp}\n' for rid in ids))
-            fp.flush()
-            os.fsync(fp.fileno())
+        store.append_whole(self.path, ''.join(
+            f'{rid} {stamp}\n' for rid in ids).encode())
+
+    def problem(self) -> str | None:
+        """Why the ledger cannot be written now (None: it can be opened
+        for appending). Nothing is sent while this is not None."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                         0o644)
+            os.close(fd)
+        except OSError as err:
+            return f'cannot write the ledger {self.path}: ' \
+                f'{err.strerror or err}'
+        return None
 
 
-def read_ledger(path: Path) -> dict[str, int]:
+def read_ledger(path: Path, warn=store.warn) -> dict[str, int]:
     """record_id -> time of its latest 204. A torn last line (no newline:
-    the write did not finish) does not count: at least once, never lost."""
+    the write did not finish) does not count: at least once, never lost.
+    A line that is not ``<id> <time>`` is skipped with a warning; a ledger
+    that is not a regular file is never opened."""
     accepted = {}
+    if not os.path.lexists(path) or not store.regular_files([path], warn):
+        return accepted
+    bad = 0
     try:
-        with open(path) as fp:
-            for line in fp:
-                parts = line.split()
-                if line.endswith('\n') and len(parts) == 2 and \
+        with open(path, 'rb') as fp:
+            for number, raw in enumerate(fp, 1):
+                parts = raw.split()
+                if raw.endswith(b'\n') and len(parts) == 2 and \
                         parts[1].isdigit():
-                    accepted[parts[0]] = int(parts[1])
-    except FileNotFoundError:
-        pass
+                    try:
+                        accepted[parts[0].decode('utf-8')] = int(parts[1])
+                        continue
+                    except UnicodeDecodeError:
+                        pass
+                if raw.endswith(b'\n') and raw.strip():
+                    bad += 1
+                    if bad <= store.MAX_WARNINGS_PER_FILE:
+                        warn(f'{path} line {number}: not '
+                             f"'<record_id> <time>'; skipped")
+    except OSError as err:
+        warn(f'skipped {path}: {err.strerror or err}')
     return accepted
 
 
@@ -77,6 +136,8 @@ class FileLock:
         self._fd = None
 
     def acquire(self) -> bool:
+        """True when held; False when another process holds it; OSError
+        when the lock file cannot be made."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -105,7 +166,10 @@ def is_locked(path: Path) -> bool:
     if not path.exists():
         return False
     probe = FileLock(path)
-    if probe.acquire():
-        probe.release()
-        return False
+    try:
+        if probe.acquire():
+            probe.release()
+            return False
+    except OSError:
+        return False      # a lock file nobody could open is held by nobody
     return True

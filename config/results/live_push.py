@@ -11,6 +11,12 @@ start does not remove the handler; accepted rows go to the session's ledger;
 and at session end it flushes for a bounded time (``flush_timeout``) and
 prints one line saying what reached Log Analytics and what is left for
 ``clusterproof sync``.
+
+Nothing the store holds is sent while the ledger cannot be written, and a
+ledger write that fails stops that at once (the 204 of that one call is
+lost: sync sends its rows again) until the ledger takes the lost ids. A row
+the store could not write is shipped all the same: Log Analytics then holds
+its only copy (config/results/custody.py).
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ import requests
 from reframe.core.logging import (HTTPJSONHandler, getlogger,
                                   register_log_handler)
 
-from . import ledger, shipping, store
+from . import custody, ledger, shipping, store
 
 HANDLER_TYPE = 'clusterproof_httpjson'
 DEFAULT_FLUSH_TIMEOUT = 30.0
@@ -90,9 +96,16 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
         self.flush_timeout = float(flush_timeout)
         store_file = store.SessionFile(session_id).path
         self.ledger = ledger.Ledger(ledger.ledger_path(store_file))
+        self.rejected_file = ledger.rejected_path(store_file)
+        self.custody = custody.of(session_id)
         self.session_lock = ledger.FileLock(
             ledger.session_lock_path(store_file))
-        self.session_lock.acquire()
+        try:
+            self.session_lock.acquire()
+        except OSError:
+            pass    # no lock where the store cannot write: nothing to sync
+        self._ledger_problem = self.ledger.problem()
+        self._unrecorded = []                # accepted, not in the ledger
         self.tally = shipping.Tally()
         self._queue = queue.Queue(maxsize=QUEUE_BATCHES)
         self._queued_ids = set()
@@ -105,12 +118,15 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
         self.delivery = shipping.Delivery(
             transport=RequestsTransport(url, self._headers,
                                         authorization_header),
-            record=lambda rows: self.ledger.record(
-                row.get('record_id') for row in rows),
+            record=self._record,
             tally=self.tally,
             give_up=self._give_up,
             wait=lambda seconds: not self._abandon.wait(seconds),
-            backoff=shipping.Backoff(backoff_intervals or DEFAULT_BACKOFF))
+            backoff=shipping.Backoff(backoff_intervals or DEFAULT_BACKOFF),
+            set_aside=lambda row, size, reason: ledger.set_aside(
+                self.rejected_file, row, size, reason))
+        # Last: the store's end line waits for this handler to close.
+        self.custody.opened(HANDLER_TYPE)
 
     # The ReFrame main loop: format, queue, return.
     def emit(self, record):
@@ -187,13 +203,62 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
             except queue.Empty:
                 return rows
 
+    # The ledger: written after each 204, and needed before each call.
+    def _record(self, rows):
+        in_store = self.custody.shipped(row.get('record_id') for row in rows)
+        if in_store:
+            self.ledger.record(in_store)
+
+    def _ledger_ready(self) -> bool:
+        """True when the ledger can be written now: the ids it lost (if
+        any) are written first."""
+        if self._unrecorded:
+            try:
+                self.ledger.record(self._unrecorded)
+            except OSError:
+                return False
+            self.tally.add(unrecorded=-len(self._unrecorded))
+            self._unrecorded = []
+            self._ledger_problem = None
+        if self._ledger_problem:
+            self._ledger_problem = self.ledger.problem()
+        return self._ledger_problem is None
+
+    def _ship(self, rows):
+        """Ships rows; while the ledger cannot be written, only those the
+        store could not hold (Log Analytics is then their only copy)."""
+        if not self._ledger_ready():
+            unstored = [row for row in rows
+                        if self.custody.is_unstored(row.get('record_id'))]
+            held = len(rows) - len(unstored)
+            if held:
+                self.tally.leave('ledger not writable', held)
+            rows = unstored
+            if not rows:
+                return
+        try:
+            self.delivery.ship(rows)
+        except shipping.LedgerStop as stop:
+            ids = [str(row.get('record_id')) for row in stop.accepted
+                   if not self.custody.is_unstored(row.get('record_id'))]
+            self._unrecorded += ids
+            self.tally.add(unrecorded=len(ids))
+            self._ledger_problem = stop.reason
+            _warn(f'clusterproof: {stop.reason}: sending only the rows the '
+                  f'local store could not hold until it can be written'
+                  + (f'; the {len(ids)} row(s) of the last accepted call '
+                     f"are not in it, and 'clusterproof sync' would send "
+                     f'them again' if ids else ''))
+            if stop.rest:
+                self._ship(stop.rest)
+
     def _send_loop(self):
         while not self._abandon.is_set():
             rows = self._next_rows()
             if rows is None:
                 return
             try:
-                self.delivery.ship(rows)
+                self._ship(rows)
             except shipping.AuthStop as stop:
                 self._stopped_by = stop.outcome
                 _warn(f'clusterproof: {shipping.auth_advice(stop.outcome)}; '
@@ -227,6 +292,8 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
             # Queued behind a batch that kept failing: the same reason.
             self.tally.leave(self.tally.last_failure or 'flush time over',
                              unsent)
+        if self._unrecorded:
+            self._ledger_ready()     # the disk may have room again now
 
     def summary(self) -> str:
         tally = self.tally
@@ -235,6 +302,15 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
         if tally.left_total():
             line += (f"; {tally.left_total()} left for 'clusterproof sync' "
                      f'({shipping.Tally.describe(tally.left)})')
+        if tally.aside:
+            line += ('\nLog Analytics: set aside for good (noted in '
+                     f'{self.rejected_file}): '
+                     f'{shipping.Tally.describe(tally.aside)}')
+        if tally.unrecorded:
+            line += (f'\nLog Analytics: {tally.unrecorded} of the shipped '
+                     f'records are not in the ledger ({self.ledger.path} '
+                     f"could not be written): 'clusterproof sync' will send "
+                     f'them again')
         return line
 
     def close(self):
@@ -249,8 +325,11 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
                 except (OSError, ValueError):
                     pass      # stdout closed (a pipe that went away)
         finally:
-            self.session_lock.release(remove=True)
-            super().close()
+            try:
+                self.session_lock.release(remove=True)
+            finally:
+                self.custody.closed(HANDLER_TYPE)
+                super().close()
 
 
 @register_log_handler(HANDLER_TYPE)
@@ -261,8 +340,8 @@ def _create_handler(site_config, config_prefix):
         return _handler_from(site_config, config_prefix)
     except Exception as err:
         _warn(f'clusterproof: no live push to Log Analytics in this session '
-              f'({type(err).__name__}: {err}); results are stored locally, '
-              f"ship them later with 'clusterproof sync'")
+              f'({type(err).__name__}: {err}); the local store keeps what '
+              f"it can write for 'clusterproof sync'")
         return None
 
 

@@ -99,11 +99,12 @@ def read_map() -> dict[str, dict]:
     entries = {}
     if not path.is_file():
         return entries
-    with open(path) as fp:
+    with open(path, errors='replace') as fp:
         for line in fp:
             try:
                 entry = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
-            entries[entry.get('session_id')] = entry
+            if isinstance(entry, dict):
+                entries[entry.get('session_id')] = entry
     return entries

@@ -5,8 +5,11 @@ A transport posts one body and answers an Outcome; ``Delivery.ship`` turns
 the rows into bodies under the API's 1 MB limit, retries what is worth
 retrying (429, 5xx, dropped or refused connections, timeouts) honouring
 Retry-After with exponential backoff and jitter, splits a batch the API
-found too large (413), gives up on other 4xx with the API's error code,
-stops everything on 401/403, and writes the ledger after every 204.
+found too large (413), sets aside a single row over the limit, stops
+everything on a refusal that retrying cannot cure (401/403, a wrong DCR or
+stream, a schema error: any other 4xx), and writes the ledger after every
+204. Nothing is sent while the ledger cannot be written (``ready``), and a
+ledger write that fails stops the delivery at once (LedgerStop).
 """
 from __future__ import annotations
 
@@ -165,7 +168,9 @@ class Tally:
         self.offered = 0
         self.shipped = 0
         self.calls = 0
+        self.unrecorded = 0      # accepted, but the ledger could not say so
         self.left = collections.Counter()       # reason -> rows left
+        self.aside = collections.Counter()      # reason -> rows set aside
         self.failures = collections.Counter()   # reason -> failed calls
         self.last_failure = None
 
@@ -177,6 +182,10 @@ class Tally:
     def leave(self, reason: str, rows: int):
         with self.lock:
             self.left[reason] += rows
+
+    def put_aside(self, reason: str, rows: int = 1):
+        with self.lock:
+            self.aside[reason] += rows
 
     def fail(self, reason: str):
         with self.lock:
@@ -216,15 +225,33 @@ class Throttle:
         return outcome
 
 
-class AuthStop(Exception):
-    """401/403: the identity may not write to the rule; stop shipping."""
+class Refused(Exception):
+    """A refusal no retry cures (401/403, a wrong DCR or stream, a schema
+    error): stop shipping and say what to change."""
 
     def __init__(self, outcome: Outcome):
         super().__init__(outcome.reason)
         self.outcome = outcome
 
 
+AuthStop = Refused
+
+
+class LedgerStop(Exception):
+    """The ledger cannot be written: nothing more is sent. ``accepted`` are
+    the rows of the call whose 204 could not be recorded (they will be sent
+    again), ``rest`` the rows not sent."""
+
+    def __init__(self, reason: str, accepted=(), rest=()):
+        super().__init__(reason)
+        self.reason = reason
+        self.accepted = list(accepted)
+        self.rest = list(rest)
+
+
 def auth_advice(outcome: Outcome) -> str:
+    if outcome.kind == REJECTED:
+        return refusal_advice(outcome)
     if outcome.reason == 'no token':
         return ('no Azure token: DefaultAzureCredential found no identity '
                 '(managed identity, az login, workload identity or service '
@@ -239,14 +266,38 @@ def auth_advice(outcome: Outcome) -> str:
             f"'{ROLE}' role on the data collection rule")
 
 
+def refusal_advice(outcome: Outcome) -> str:
+    """What to change after a 4xx that retrying cannot cure."""
+    reason = outcome.reason
+    if 'InvalidStream' in reason:
+        fix = ('LOGS_DCR_STREAM_NAME names no stream of the data collection '
+               'rule: set it to the stream `clusterproof deploy` printed '
+               '(default Custom-ReFrameResults_CL)')
+    elif reason.startswith('404'):
+        fix = ('DATA_COLLECTION_ENDPOINT or LOGS_DCR_RULE_ID names no data '
+               'collection rule there: set them from `clusterproof deploy`')
+    elif reason.startswith('400'):
+        fix = ("the rule's stream does not take these rows (a schema "
+               'mismatch): redeploy with `clusterproof deploy`')
+    else:
+        fix = 'check the Log Analytics settings (`clusterproof deploy`)'
+    return (f'Log Analytics refused the upload permanently ({reason}): '
+            f'{fix}; retrying will not help')
+
+
 @dataclass
 class Delivery:
     """Ships rows through a transport and records each 204 in a ledger.
 
     transport(body: bytes, gzipped: bool) -> Outcome
-    record(rows): called after each accepted call (writes the ledger)
+    record(rows): called after each accepted call (writes the ledger;
+        an OSError from it stops the delivery: LedgerStop)
     give_up(attempt, started) -> bool: stop retrying this batch
     wait(seconds) -> bool: sleep; False when told to stop meanwhile
+    ready(rows) -> str | None: why nothing may be sent now (the ledger
+        cannot be written), checked before each batch; LedgerStop then
+    set_aside(row, size, outcome): keeps a row alone over the limit from
+        every later try (413 for a single row)
     """
     transport: object
     record: object
@@ -257,30 +308,46 @@ class Delivery:
     backoff: Backoff = field(default_factory=Backoff)
     max_body: int = MAX_BODY
     unauthorized_retries: int = 1
+    ready: object = field(default=lambda rows: None)
+    set_aside: object = None
     encoder: object = encode          # a batch -> (body, gzipped)
 
     def ship(self, rows: list[dict]) -> None:
-        """Ship rows (raises AuthStop on 401/403 after counting the rest)."""
+        """Ship rows. Raises Refused after counting the rest as left, and
+        LedgerStop (nothing counted: the caller decides) when the ledger
+        cannot be written."""
         pending = list(chunks(rows, self.max_body))
         for index, batch in enumerate(pending):
+            problem = self.ready(batch)
+            if problem:
+                raise LedgerStop(problem, rest=[
+                    row for rest in pending[index:] for row in rest])
             try:
                 self.ship_chunk(batch)
-            except AuthStop as stop:
+            except Refused as stop:
                 self.tally.leave(stop.outcome.reason, sum(
                     len(rest) for rest in pending[index + 1:]))
+                raise
+            except LedgerStop as stop:
+                stop.rest += [row for rest in pending[index + 1:]
+                              for row in rest]
                 raise
 
     def ship_chunk(self, batch: list) -> None:
         """Ship one chunk, and the halves a 413 makes of it (raises
-        AuthStop on 401/403 after counting what of it is left)."""
+        Refused after counting what of it is left, LedgerStop when the
+        ledger cannot be written)."""
         pending = [batch]
         while pending:
             part = pending.pop(0)
             try:
                 halves = self._ship_batch(part)
-            except AuthStop as stop:
+            except Refused as stop:
                 self.tally.leave(stop.outcome.reason, len(part) + sum(
                     len(rest) for rest in pending))
+                raise
+            except LedgerStop as stop:
+                stop.rest = [row for rest in pending for row in rest]
                 raise
             pending[:0] = halves
 
@@ -293,19 +360,29 @@ class Delivery:
             outcome = self.transport(body, gzipped)
             self.tally.add(calls=1)
             if outcome.kind == ACCEPTED:
-                self.record(batch)
                 self.tally.add(shipped=len(batch))
+                try:
+                    self.record(batch)
+                except OSError as err:
+                    raise LedgerStop(f'cannot write the ledger: '
+                                     f'{err.strerror or err}',
+                                     accepted=batch) from err
                 return []
             self.tally.fail(outcome.reason)
             if outcome.kind == TOO_LARGE and len(batch) > 1:
                 middle = len(batch) // 2
                 return [batch[:middle], batch[middle:]]
+            if outcome.kind == TOO_LARGE:
+                self._set_aside(batch[0], outcome)
+                return []
+            if outcome.kind == REJECTED:
+                raise Refused(outcome)
             if outcome.kind == UNAUTHORIZED and \
                     unauthorized < self.unauthorized_retries:
                 unauthorized += 1    # a token that expired on the way
                 continue
             if outcome.kind in (UNAUTHORIZED, FORBIDDEN):
-                raise AuthStop(outcome)
+                raise Refused(outcome)
             if outcome.kind != RETRY:
                 self.tally.leave(outcome.reason, len(batch))
                 return []
@@ -314,3 +391,16 @@ class Delivery:
                 self.tally.leave(outcome.reason, len(batch))
                 return []
             attempt += 1
+
+    def _set_aside(self, row, outcome: Outcome) -> None:
+        # a row, or a stored-line item (record_id, line, ...)
+        size = row_size(row) if isinstance(row, dict) else len(row[1]) + 1
+        reason = (f'{outcome.reason}: one row of {size} bytes, over the '
+                  f"API's {self.max_body} per call")
+        self.tally.put_aside(reason)
+        if self.set_aside is None:
+            return
+        try:
+            self.set_aside(row, size, reason)
+        except OSError:
+            pass       # tried again, and noted again, by the next sync

@@ -3,19 +3,37 @@
 Each ReFrame session appends its rows, as they arrive, to a file of its own:
 ``$CLUSTERPROOF_HOME/results/YYYY-MM-DD/<session>.jsonl``. One writer per
 file and plain appends keep it safe on NFS home directories and with several
-sessions at once; readers take every file and skip a torn last line.
+sessions at once.
+
+Lines are written whole or not at all: one ``write`` of the whole text on an
+``O_APPEND`` descriptor, cut back to where it began when the disk takes only
+part of it, and a torn tail left by a crash is cut back to its last newline
+(with a note) before the next append.
+
+Every reader goes through ``session_files`` and ``file_rows``: an entry that
+is not a regular file (directory, dangling link, FIFO) is never opened, and a
+line that cannot be read (not UTF-8, not JSON, not an object)
+is skipped with one warning naming file and line; a NaN, an infinity or a
+value of the wrong type reads as null, with the warning. Nothing one bad line
+holds stops the rest.
 """
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
+import stat
+import sys
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 
 
 HOME_VARIABLE = 'CLUSTERPROOF_HOME'
+# In the end line of a session whose store could not write every row.
+UNSTORED_MARK = 'could not be stored in'
 
 
 class HomeError(OSError):
@@ -47,6 +65,19 @@ def check_home() -> Path:
         raise _home_error(base, what if path == base else f'{what}: {path}')
     if not os.access(path, os.W_OK | os.X_OK):
         raise _home_error(base, f'no permission to write in {path}')
+    return base
+
+
+def existing_home() -> Path:
+    """The home, for commands that only read it (query, report, sync):
+    HomeError when it does not exist (a typo answers no rows) or is not a
+    directory."""
+    base = home()
+    if not base.exists():
+        raise _home_error(base, 'it does not exist (nothing was ever '
+                                'stored there)')
+    if not base.is_dir():
+        raise _home_error(base, 'not a directory')
     return base
 
 
@@ -92,54 +123,245 @@ class SessionFile:
         self.append_rows([row])
 
     def append_rows(self, rows: list[dict]) -> None:
-        """Appends rows with one write and one fsync."""
+        """Appends rows with one write and one fsync, whole or not at all
+        (OSError then, and the file is as it was)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        lines = ''.join(json.dumps(row, separators=(',', ':'),
-                                   allow_nan=False) + '\n' for row in rows)
-        with open(self.path, 'a') as fp:
-            fp.write(lines)
-            fp.flush()
-            os.fsync(fp.fileno())
-
+        append_whole(self.path, encode_rows(rows))
 
     def write_all(self, rows: list[dict]) -> None:
         """All rows or none: written beside the file, then renamed onto it
         (readers only take ``*.jsonl``). For a new session file."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_name(self.path.name + '.partial')
-        with open(partial, 'w') as fp:
-            for row in rows:
-                fp.write(json.dumps(row, separators=(',', ':'),
-                                    allow_nan=False) + '\n')
-            fp.flush()
-            os.fsync(fp.fileno())
-        os.replace(partial, self.path)
+        try:
+            with open(partial, 'wb') as fp:
+                fp.write(encode_rows(rows))
+                fp.flush()
+                os.fsync(fp.fileno())
+            os.replace(partial, self.path)
+        except OSError:
+            partial.unlink(missing_ok=True)
+            raise
 
 
-def iter_rows(directory: Path | None = None):
-    """Every stored row, oldest file first; a torn line is skipped."""
-    base = directory or results_dir()
-    for path in sorted(base.glob('*/*.jsonl')):
-        with open(path) as fp:
-            for line in fp:
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    continue
+def encode_rows(rows: list[dict]) -> bytes:
+    return ''.join(json.dumps(row, separators=(',', ':'), allow_nan=False)
+                   + '\n' for row in rows).encode()
 
 
-def session_files(directory: Path | None = None) -> list[Path]:
-    """Every session's store file, oldest day first."""
-    return sorted((directory or results_dir()).glob('*/*.jsonl'))
+def warn(message: str) -> None:
+    """The readers' default: one line on stderr."""
+    print(f'clusterproof: warning: {message}', file=sys.stderr, flush=True)
 
 
-def read_session_file(path: Path) -> list[dict]:
-    """The rows of one session file; a torn line is skipped."""
-    rows = []
-    with open(path) as fp:
-        for line in fp:
+# The appends and their notes: a torn tail cut, a write the disk refused.
+TAIL_SCAN = 1 << 16
+
+
+def _cut_torn_tail(fd: int, path: Path, note) -> int:
+    """The file's size once a last line without its newline (a write that
+    never finished) is cut back to the last newline."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b'\n':
+        return size
+    end = size
+    while end > 0:
+        start = max(0, end - TAIL_SCAN)
+        newline = os.pread(fd, end - start, start).rfind(b'\n')
+        if newline >= 0:
+            end = start + newline + 1
+            break
+        end = start
+    os.ftruncate(fd, end)
+    note(f'{path}: cut a torn last line ({size - end} bytes without a '
+         f'newline) before appending')
+    return end
+
+
+# One append at a time in this process: the store handler and the live
+# push's thread may both append to a ledger, and cutting back a failed
+# write must never cut the other's.
+_APPENDING = threading.Lock()
+
+
+def append_whole(path: Path, data: bytes, note=warn) -> None:
+    """Appends data with one write on an O_APPEND descriptor and fsyncs:
+    all of it or, on any error (a full disk), none of it (OSError). Each
+    file has one writing process (its session, or the one sync)."""
+    with _APPENDING:
+        _append_whole(path, data, note)
+
+
+def _append_whole(path: Path, data: bytes, note) -> None:
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f'{path} is not a regular file')
+        size = _cut_torn_tail(fd, path, note)
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(28, os.strerror(28), str(path))  # ENOSPC
+            os.fsync(fd)
+        except OSError:
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass     # the next append cuts the torn tail
+            raise
+    finally:
+        os.close(fd)
+
+
+# The readers.
+MAX_WARNINGS_PER_FILE = 5
+
+
+def session_files(directory: Path | None = None, warn=warn) -> list[Path]:
+    """Every session's store file, oldest day first. An entry that is not
+    a regular file (a directory, a dangling link, a FIFO) is left out with
+    a warning and never opened."""
+    base = directory or results_dir()
+    return regular_files(sorted(base.glob('*/*.jsonl')), warn)
+
+
+def regular_files(paths, warn=warn) -> list[Path]:
+    found = []
+    for path in paths:
+        try:
+            mode = path.stat().st_mode
+        except OSError as err:
+            warn(f'skipped {path}: {err.strerror or err}')
+            continue
+        if not stat.S_ISREG(mode):
+            warn(f'skipped {path}: not a regular file')
+            continue
+        found.append(path)
+    return found
+
+
+class Unreadable(ValueError):
+    """A line that is no row."""
+
+
+def _nonfinite(text):
+    raise Unreadable(f'{text} is not a JSON number')
+
+
+def parse_line(raw: bytes) -> tuple[dict, list[str]]:
+    """A stored line -> (the row, what was read as null); Unreadable when
+    the line is no row."""
+    if not raw.endswith(b'\n'):
+        raise Unreadable('torn line (no newline at its end)')
+    try:
+        text = raw.decode('utf-8')
+    except UnicodeDecodeError:
+        raise Unreadable('not UTF-8 text') from None
+    nulled = []
+
+    def number(token):
+        value = float(token)
+        if math.isfinite(value):
+            return value
+        nulled.append(token)
+        return None
+
+    def constant(token):
+        nulled.append(token)
+        return None
+    try:
+        row = json.loads(text, parse_float=number, parse_constant=constant)
+    except (ValueError, RecursionError):
+        raise Unreadable('not JSON') from None
+    if not isinstance(row, dict):
+        raise Unreadable(f'a JSON {type(row).__name__}, not an object')
+    if nulled:
+        nulled = [f'{token} read as null' for token in nulled]
+    nulled += _retype(row)
+    return row, nulled
+
+
+def retyped(raw: bytes, row: dict) -> bool:
+    """Whether the reader made a number record_id a string."""
+    return b'"record_id":"' not in raw and b'"record_id": "' not in raw \
+        and isinstance(row.get('record_id'), str)
+
+
+_TYPES = {'real': (int, float), 'int': (int,), 'long': (int,),
+          'string': (str,), 'datetime': (str,)}
+
+
+def _retype(row: dict) -> list[str]:
+    """Columns of the wrong type become null (record_id is compared as a
+    string everywhere, so a number becomes its text)."""
+    from . import records
+    problems = []
+    record_id = row.get('record_id')
+    if isinstance(record_id, (int, float)) and not isinstance(record_id,
+                                                              bool):
+        row['record_id'] = str(record_id)
+    for name, kind in records.column_types().items():
+        value = row.get(name)
+        wanted = _TYPES.get(kind)
+        if value is None or wanted is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, wanted):
+            row[name] = None
+            problems.append(f'{name} ({type(value).__name__}, not {kind}) '
+                            f'read as null')
+    return problems
+
+
+def file_rows(path: Path, warn=warn):
+    """The rows of one store file, as (line number, row)."""
+    for number, (row, _, _) in enumerate(file_lines(path, warn), 1):
+        yield number, row
+
+
+def file_lines(path: Path, warn=warn):
+    """The rows of one store file, as (row, its line without the line end,
+    whether the reader changed the row). Unreadable lines are skipped and
+    null-read values named: one warning per line, the first few of each
+    file, then one count."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as err:
+        warn(f'skipped {path}: {err.strerror or err}')
+        return
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        warn(f'skipped {path}: not a regular file')
+        return
+    told = 0
+
+    def tell(number, what):
+        nonlocal told
+        told += 1
+        if told <= MAX_WARNINGS_PER_FILE:
+            warn(f'{path} line {number}: {what}')
+    with os.fdopen(fd, 'rb') as fp:
+        for number, raw in enumerate(fp, 1):
+            try:
+                row, nulled = parse_line(raw)
+            except Unreadable as err:
+                tell(number, f'{err}; skipped')
                 continue
-    return rows
+            if nulled:
+                tell(number, '; '.join(nulled))
+            yield row, raw.rstrip(b'\r\n'), bool(nulled) or retyped(raw,
+                                                                    row)
+    if told > MAX_WARNINGS_PER_FILE:
+        warn(f'{path}: {told - MAX_WARNINGS_PER_FILE} more line(s) with '
+             f'problems')
+
+
+def read_session_file(path: Path, warn=warn) -> list[dict]:
+    """The readable rows of one session file."""
+    return [row for _, row in file_rows(path, warn)]
+
+
+def iter_rows(directory: Path | None = None, warn=warn):
+    """Every readable stored row, oldest file first."""
+    for path in session_files(directory, warn):
+        for _, row in file_rows(path, warn):
+            yield row

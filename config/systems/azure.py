@@ -21,6 +21,7 @@ import socket
 from . import discovery, site_file
 from .azure_skus import SKUS, sku_partition
 from .modules import modules_system
+from ..results.settings import SettingError
 
 LAUNCHER_OPTIONS = ['--mpi=pmix']
 
@@ -37,11 +38,16 @@ def vm_size_url():
 def _from_environment(spec):
     chosen = []
     for item in spec.split(','):
-        name, _, slurm_name = item.strip().partition('=')
-        if name not in SKUS:
-            raise ValueError(
-                f'CLUSTERPROOF_AZURE_PARTITIONS: unknown partition {name!r}; '
-                f'known: {", ".join(SKUS)}')
+        name, equals, slurm_name = (part.strip() for part in
+                                    item.strip().partition('='))
+        if name not in SKUS or (equals and not slurm_name):
+            what = (f'unknown partition {name!r}' if name not in SKUS else
+                    f'{item.strip()!r} names no Slurm partition after =')
+            # Never fall back to partitions that may not exist: stop.
+            raise SettingError(
+                f'CLUSTERPROOF_AZURE_PARTITIONS={spec!r}: {what}; write '
+                f'NAME[=SLURM_PARTITION],... with NAME among '
+                f'{", ".join(SKUS)}')
         chosen.append((name, name, slurm_name or name))
     return chosen
 

@@ -145,6 +145,17 @@ def run_phase(phase: plan.Phase, options: Options, workdir: Path,
                        report if data else None, uuid, stored)
 
 
+def unkept(log: Path) -> list[str]:
+    """The store's end lines in a phase's output that name rows it could
+    not write (config/results/perflog.py)."""
+    try:
+        text = log.read_text(errors='replace')
+    except OSError:
+        return []
+    return [line.strip() for line in text.splitlines()
+            if store.UNSTORED_MARK in line]
+
+
 def _read_report(report: Path, returncode: int, log: Path) -> dict:
     try:
         return json.loads(report.read_text())
@@ -214,7 +225,9 @@ def ship_results(say) -> str:
         say('this clusterproof has no sync command: results stay in the '
             'local store')
         return 'no sync command'
-    return 'shipped' if cli.main(['sync']) == 0 else 'partly shipped'
+    status = cli.main(['sync'])
+    return {0: 'shipped', 1: 'partly shipped'}.get(
+        status, 'refused: fix the Log Analytics settings')
 
 
 def _inventory(options: Options, say):
@@ -367,6 +380,8 @@ def run(options: Options, say=print) -> int:
                 results, phase, blocks if phase.partition in mnnvl else None)
             for part in nvlink.split_set_phase(phase, domains):
                 results.append(run_phase(part, options, workdir, say))
+        broken += [f'results not kept: {line} (see {result.log})'
+                   for result in results for line in unkept(result.log)]
         for result in results:
             broken += verdicts.scheduler_trouble(result.cases)
             found = []

@@ -160,6 +160,7 @@ def _stored_ids() -> set[str]:
 
 
 def run(args) -> int:
+    store.ensure_home('results')     # HomeError: one line, exit 2
     try:
         extras = partition_extras(args.system, args.partition)
         texts = read_all(args.files)
@@ -208,7 +209,14 @@ def run(args) -> int:
     known = _stored_ids()
     new = [row for row in rows if row['record_id'] not in known]
     if new:
-        session.write_all(new)
+        try:
+            session.write_all(new)
+        except OSError as err:
+            print(f'clusterproof ingest: cannot store {len(new)} record(s) in '
+                  f'{session.path}: {err.strerror or err}; nothing stored '
+                  '(the files are unchanged: ingest them again)',
+                  file=sys.stderr)
+            return 1
         where = f'in {session.path} (session {session.session_id})'
     else:
         where = 'nothing new to store'

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 
 from config.results import store
 
@@ -29,7 +30,25 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# Commands whose exit 1 means "findings" (which the scheduled units count as
+# success): a crash of theirs must read as a broken run, 2.
+CRASH_IS_BROKEN = ('acceptance',)
+
+
 def main(argv=None) -> int:
+    command = (sys.argv[1:] if argv is None else list(argv))[:1]
+    try:
+        return _main(argv)
+    except Exception:
+        if not command or command[0] not in CRASH_IS_BROKEN:
+            raise
+        traceback.print_exc()
+        print(f'clusterproof {command[0]}: crashed (traceback above); '
+              f'exit {EXIT_USAGE}: a broken run', file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _main(argv=None) -> int:
     words = sys.argv[1:] if argv is None else argv
     parser = build_parser(words[0] if words and words[0] in SUBCOMMANDS
                           else None)
@@ -41,7 +60,7 @@ def main(argv=None) -> int:
         return args.func(args)
     except store.HomeError as err:
         print(f'clusterproof: {err}', file=sys.stderr)
-        return 1
+        return EXIT_USAGE
     except BrokenPipeError:
         # `clusterproof ... | head`: the reader left; not an error of ours.
         sys.stderr.close()

@@ -2,6 +2,7 @@
 yours) against the local store, or Log Analytics with --workspace."""
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import os
 import re
@@ -63,18 +64,29 @@ def filters_of(args) -> library.Filters:
     return library.Filters(args.since, args.cluster, args.partition)
 
 
+EARLIEST_SINCE = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
 def since_time(text: str) -> dt.datetime:
+    """A time from 1970 to now (a usage error, exit 2, otherwise)."""
     now = dt.datetime.now(dt.timezone.utc)
     relative = _RELATIVE.match(text)
-    if relative:
-        amount, unit = int(relative.group(1)), relative.group(2)
-        return now - dt.timedelta(**{'days' if unit == 'd' else 'hours':
-                                     amount})
     try:
-        stamp = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(text) from None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.timezone.utc)
+        if relative:
+            amount, unit = int(relative.group(1)), relative.group(2)
+            stamp = now - dt.timedelta(**{'days' if unit == 'd' else 'hours':
+                                          amount})
+        else:
+            stamp = dt.datetime.fromisoformat(text)
+    except (ValueError, OverflowError):
+        stamp = None
+    if stamp is not None and stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=dt.timezone.utc)
+    if stamp is None or not EARLIEST_SINCE <= stamp <= now:
+        raise argparse.ArgumentTypeError(
+            f'{text!r} is not a time from 1970 to now (7d, 12h or '
+            f'YYYY-MM-DD)')
+    return stamp
 
 
 since_time.__name__ = 'time (7d, 12h or YYYY-MM-DD)'

@@ -1,9 +1,11 @@
 """`clusterproof sync`: ship to Log Analytics every stored row it has not
 accepted yet (config/results/backlog.py does the work; this is the command line).
 
-Exit 0 when everything is shipped, 1 when some rows are left (and why),
-2 on bad usage or when Azure is not configured (except for --dry-run, which
-needs no endpoint: it lists the backlog and says Azure is not configured).
+Exit 0 when everything is shipped, 1 when some rows are left to retry or
+set aside (and why), 2 on bad usage, when Azure is not configured (except
+for --dry-run, which needs no endpoint: it lists the backlog and says Azure
+is not configured) or when Log Analytics refuses the configuration (401/403,
+wrong DCR or stream, schema error).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import itertools
 import sys
 
 EXIT_OK, EXIT_LEFT, EXIT_USAGE = 0, 1, 2
+EXIT_REFUSED = 2
 
 
 def add_parser(subparsers):
@@ -22,8 +25,11 @@ def add_parser(subparsers):
                     'Analytics, in batches of at most 1 MB, and say what '
                     'was shipped. Sessions still running are left to their '
                     'own live push. Exit 0 when everything is shipped, 1 '
-                    'when some rows are left, 2 when Azure is not '
-                    'configured (--dry-run lists the backlog without it).')
+                    'when some rows are left to retry or set aside (a row '
+                    'alone over 1 MB), 2 when Azure is not configured '
+                    '(--dry-run lists the backlog without it) or Log '
+                    'Analytics refuses the configuration (401/403, a '
+                    'wrong DCR or stream, a schema error).')
     parser.add_argument('--dry-run', action='store_true',
                         help='say what would be shipped; send nothing')
     parser.add_argument('--session', metavar='ID',
@@ -38,13 +44,32 @@ def add_parser(subparsers):
                         help='also ask Log Analytics (LOGS_WORKSPACE_ID) '
                              'which acknowledged rows it holds, and ship '
                              'the missing ones again')
-    parser.add_argument('--days', type=float, default=7, metavar='N',
+    parser.add_argument('--days', type=_span(36500), default=7, metavar='N',
                         help='--verify: rows acknowledged in the last N '
                              'days (default 7)')
-    parser.add_argument('--min-age', type=float, default=60, metavar='MIN',
+    parser.add_argument('--min-age', type=_span(36500 * 1440), default=60,
+                        metavar='MIN',
                         help='--verify: only rows acknowledged at least MIN '
                              'minutes ago, so ingestion is done (default 60)')
     parser.set_defaults(func=run)
+
+
+def _span(maximum: float):
+    """An argparse type: a number from 0 to maximum (exit 2 otherwise)."""
+    import argparse
+    import math
+
+    def number(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not 0 <= value <= maximum:     # also NaN
+            raise argparse.ArgumentTypeError(
+                f'{text!r} is not a number from 0 to {maximum:g}')
+        return value
+    number.__name__ = 'number'
+    return number
 
 
 def _uploads(text: str) -> int:
@@ -101,7 +126,7 @@ class Progress:
             self.stream.write('\n')
 
 
-def report(tally, stopped) -> int:
+def report(tally, stopped, earlier_aside=0) -> int:
     from config.results import shipping
     line = (f'{tally.shipped} of {tally.offered} rows shipped in '
             f'{tally.calls} call(s)')
@@ -109,20 +134,38 @@ def report(tally, stopped) -> int:
         line += (f'; failed calls: '
                  f'{shipping.Tally.describe(tally.failures)}')
     say(line)
-    if stopped is not None:
-        complain(shipping.auth_advice(stopped))
+    status = EXIT_OK
+    if tally.unrecorded:
+        complain(f'{tally.unrecorded} row(s) were accepted but their ledger '
+                 f'could not be written: the next sync sends them again')
+        status = EXIT_LEFT
+    if tally.aside:
+        complain(f'{sum(tally.aside.values())} row(s) set aside for good '
+                 f'({shipping.Tally.describe(tally.aside)}), noted in '
+                 f'<session>.rejected beside the store file: every later '
+                 f'sync leaves them out; they stay in the local store')
+        status = EXIT_LEFT
+    if earlier_aside:
+        complain(f'{earlier_aside} row(s) set aside earlier '
+                 f'(alone over the 1 MB limit; see the *.rejected files): '
+                 f'not sent again')
+        status = EXIT_LEFT
     if tally.left_total():
         complain(f'{tally.left_total()} row(s) left in the local store '
-                 f'({shipping.Tally.describe(tally.left)}); run '
-                 f"'clusterproof sync' again later")
-        return EXIT_LEFT
-    return EXIT_OK
+                 f'({shipping.Tally.describe(tally.left)})'
+                 + ("; run 'clusterproof sync' again later"
+                    if stopped is None else ''))
+        status = EXIT_LEFT
+    if stopped is not None:
+        complain(shipping.auth_advice(stopped))
+        return EXIT_REFUSED
+    return status
 
 
 def run(args) -> int:
     # Imported here: `clusterproof --help` and the other commands must not
     # need ReFrame or the Azure SDK.
-    from config.results import azure_logs, backlog
+    from config.results import azure_logs, backlog, store
     settings = azure_logs.settings()
     if settings is None and args.dry_run and not args.verify:
         not_configured(tell=say)
@@ -134,6 +177,7 @@ def run(args) -> int:
         for problem in wrong:
             complain(problem)
         return EXIT_USAGE
+    store.existing_home()     # a typo must not answer "nothing to ship"
     if args.verify and azure_logs.workspace_settings() is None:
         complain('--verify reads Log Analytics: set LOGS_WORKSPACE_ID (the '
                  "workspace's customer id, an output of `clusterproof "
@@ -181,6 +225,9 @@ def _sync(args) -> int:
     items = found.items()
     first = next(items, None)
     if first is None and not args.verify:
+        if found.set_aside:
+            return report(backlog.shipping.Tally(), None,
+                          len(found.set_aside))
         say('nothing to ship: Log Analytics has accepted every stored row')
         return EXIT_OK
     transport = backlog.default_transport()
@@ -200,7 +247,7 @@ def _sync(args) -> int:
                                           transport, progress)
             progress.done()
             _merge(tally, again)
-    return report(tally, stopped)
+    return report(tally, stopped, len(found.set_aside))
 
 
 def _missing_after_verify(args):
@@ -250,6 +297,8 @@ def _data_version() -> str:
 
 
 def _merge(total, more) -> None:
-    total.add(offered=more.offered, shipped=more.shipped, calls=more.calls)
+    total.add(offered=more.offered, shipped=more.shipped, calls=more.calls,
+              unrecorded=more.unrecorded)
     total.left.update(more.left)
+    total.aside.update(more.aside)
     total.failures.update(more.failures)

@@ -92,6 +92,7 @@ def _load(con, table: str, columns: list[dict], files: list[str]) -> int:
         'ignore_errors=true)')
     unreadable = con.execute(f'DELETE FROM "{table}" WHERE record_id IS NULL'
                              ).fetchall()[0][0]
+    _nonfinite_as_null(con, table, columns)
     rows, distinct = con.execute(
         f'SELECT count(*), count(DISTINCT record_id) FROM "{table}"'
     ).fetchall()[0]
@@ -103,6 +104,16 @@ def _load(con, table: str, columns: list[dict], files: list[str]) -> int:
             f'ORDER BY TimeGenerated DESC) AS copy FROM "{table}") '
             'WHERE copy > 1)')
     return unreadable
+
+
+def _nonfinite_as_null(con, table, columns):
+    """A NaN or an infinity found in a file reads as null, as it would
+    have been stored (store.parse_line does the same for sync)."""
+    for column in columns:
+        if column['type'] == 'real':
+            name = column['name']
+            con.execute(f'UPDATE "{table}" SET "{name}" = NULL '
+                        f'WHERE NOT isfinite("{name}")')
 
 
 def connect(results_dir: Path | None = None, reading: Reading = Reading(),

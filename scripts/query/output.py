@@ -58,6 +58,19 @@ def human(value, column: str = '', unit: str | None = None) -> str:
     return str(value)
 
 
+_NAMED = {'\n': '\\n', '\r': '\\r', '\t': '\\t'}
+# C0 controls, DEL and C1 controls (ESC, CSI, OSC...): never raw on a terminal.
+_ESCAPES = {code: _NAMED.get(chr(code), f'\\x{code:02x}')
+            for code in [*range(0x20), *range(0x7f, 0xa0)]}
+
+
+def printable(text: str) -> str:
+    """text with every control character written as an escape (\\x1b,
+    \\r, \\n): a stored value can neither drive the terminal nor forge
+    table lines."""
+    return text.translate(_ESCAPES)
+
+
 def table(result: Result) -> str:
     """Aligned columns; measurements carry the row's unit, so the unit
     column itself is left out, and so are columns empty in every row."""
@@ -69,7 +82,7 @@ def table(result: Result) -> str:
     cells = []
     for record in records:
         unit = record.get(UNIT_COLUMN)
-        cells.append([human(record[c], c, unit) for c in show])
+        cells.append([printable(human(record[c], c, unit)) for c in show])
     numeric = [all(_looks_numeric(row[i]) for row in cells)
                for i in range(len(show))]
     widths = [max(len(show[i]), *(len(row[i]) for row in cells))
@@ -78,7 +91,8 @@ def table(result: Result) -> str:
     def line(values):
         return '  '.join(v.rjust(w) if num else v.ljust(w)
                          for v, w, num in zip(values, widths, numeric)).rstrip()
-    out = [line(show), line(['-' * w for w in widths])]
+    out = [line([printable(c) for c in show]),
+           line(['-' * w for w in widths])]
     out += [line(row) for row in cells]
     return '\n'.join(out) + '\n'
 

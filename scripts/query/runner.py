@@ -43,6 +43,9 @@ class Runner:
     def _local(self, query: library.Query):
         """The local connection, read again (once) only when this query
         needs more of the store than it holds."""
+        if self.results_dir is None:
+            from config.results import store
+            store.existing_home()    # a typo must not answer "no rows"
         wanted = self._needs(query)
         if self._reading is not None and self._reading.covers(wanted):
             return self._con
@@ -62,6 +65,7 @@ class Runner:
         skipped = _engine('local').unreadable_lines(self._con)
         if not skipped:
             return []
+        _name_unreadable_lines(self.results_dir)
         return [f'{skipped} line(s) of the local store could not be read '
                 '(a session still writing, or a damaged file) and were left '
                 'out']
@@ -87,6 +91,15 @@ class Runner:
                 and query.text == library.shipped()[library.BASE_NAME].text
                 else query.text)
         return _engine('local').run(con, text, self.now)
+
+
+def _name_unreadable_lines(results_dir: Path | None) -> None:
+    """One warning per unreadable line, naming file and line, from the
+    store's own reader (read again only when the engine found damage)."""
+    from config.results import store
+    for path in store.session_files(results_dir, warn=lambda message: None):
+        for _ in store.file_rows(path):
+            pass
 
 
 def _engine(name: str):

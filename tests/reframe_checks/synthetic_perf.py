@@ -15,6 +15,10 @@ METRICS = int(os.environ.get('CLUSTERPROOF_TEST_METRICS', '2'))
 SLEEP = os.environ.get('CLUSTERPROOF_TEST_SLEEP', '0')
 # A test index whose job prints nothing, so that its sanity check fails.
 FAIL = int(os.environ.get('CLUSTERPROOF_TEST_FAIL', '-1'))
+# The job of this test index deletes this file first (a test frees room on
+# a full disk at a defined record count).
+FREE_AT = int(os.environ.get('CLUSTERPROOF_TEST_FREE_AT', '-1'))
+FREE_FILE = os.environ.get('CLUSTERPROOF_TEST_FREE_FILE', '')
 
 
 @rfm.simple_test
@@ -30,8 +34,10 @@ class SyntheticPerf(rfm.RunOnlyRegressionTest):
         lines = ' '.join(f'metric_{m}={self.index * 100 + m}.5'
                          for m in range(METRICS)) if self.index != FAIL \
             else 'nothing'
-        self.executable_opts = ['-c', f"'sleep {SLEEP}; for x in {lines}; "
-                                      f"do echo $x; done'"]
+        free = f'rm -f {FREE_FILE}; ' if self.index == FREE_AT and \
+            FREE_FILE else ''
+        self.executable_opts = ['-c', f"'{free}sleep {SLEEP}; for x in "
+                                      f"{lines}; do echo $x; done'"]
 
     @sanity_function
     def printed_all(self):
