@@ -13,14 +13,17 @@ import sys
 from . import reframe_temp_log
 from .results import perflog, store
 
+# First, so that a configuration this file refuses (below, or a setting a
+# system module refuses) leaves no rfm-*.log behind either: the one line
+# ReFrame prints says all that log would hold.
+reframe_temp_log.remove_at_exit()
+
 # A home that cannot hold the store stops ReFrame here, in one line naming it
 # (ReFrame reports an OSError of its configuration so), before the systems
 # read their site file from it.
 store.check_home()
 
 from .systems import azure, local, pbs_example, sandbox  # noqa: E402
-
-reframe_temp_log.remove_at_exit()
 
 # Order matters: the first hostname match wins and local matches anything.
 FAMILIES = [azure, sandbox, pbs_example, local]

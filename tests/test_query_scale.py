@@ -66,7 +66,8 @@ def test_windows_are_read_from_the_query_text():
     assert windows == {'compare_clusters': 30 * day, 'failures': 7 * day,
                        'latest_by_node': None, 'node_outliers': None,
                        'regressions': 16 * day, 'run_summary': None,
-                       'share_of_reference': 90 * day, 'trends': 90 * day}
+                       'share_of_reference': 90 * day, 'trends': 90 * day,
+                       'what_changed': 30 * day}
     # one read without the window and the query reads the whole history
     assert needs.window('let a = clusterproof_results | where completed > '
                         'ago(2d); clusterproof_results | join a on x') is None
@@ -98,11 +99,13 @@ def test_files_written_before_the_window_are_not_read(home):
         frozenset({'cluster'}), query_store.NOW - dt.timedelta(hours=12)))
     columns = [c[0] for c in con.execute(
         'DESCRIBE "ReFrameResults_CL"').fetchall()]
-    # cluster, and what the base reads
+    # cluster, and what the base reads (a missing reference is null: it
+    # reads the reference and the verdict too)
     assert columns == ['TimeGenerated', 'check_job_completion_time',
                        'record_id', 'cluster', 'check_name',
                        'check_display_name', 'check_perf_var',
-                       'check_perf_unit']
+                       'check_perf_unit', 'check_perf_ref',
+                       'check_perf_result']
 
 
 def test_the_translation_is_cached_and_the_clock_bound_at_each_run(

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from checks.common import job_nodes
+from checks.common import health_sampling, job_nodes, vm_size
 from tests.helpers import (REPO, STANDINS, dry_run_job_scripts, run_reframe,
                            suite_env)
 
@@ -28,10 +28,14 @@ def scripts(tmp_path_factory):
 
 @pytest.mark.parametrize('check', sorted(SPECS))
 def test_the_job_loads_the_fixture_build_first(scripts, check):
-    # (the line that records the job's nodes may come before: job_nodes.py)
+    # (the lines that record the job's nodes, the node's VM size and its
+    # health before the test may come before: job_nodes.py, vm_size.py,
+    # health_sampling.py)
+    records = (job_nodes.NODES_FILE, vm_size.VM_SIZE_FILE,
+               health_sampling.SAMPLER_COPY)
     body = [line for line in scripts[check].splitlines()
             if line and not line.startswith(('#', 'export '))
-            and job_nodes.NODES_FILE not in line]
+            and not any(name in line for name in records)]
     load = re.fullmatch(r'eval "\$\(spack -e (\S+)/rfm_spack_env load --sh '
                         r'(.+)\)"', body[0])
     assert load, body[0]

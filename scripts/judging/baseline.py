@@ -31,6 +31,7 @@ from pathlib import Path
 import yaml
 
 from checks.common.reference_key import local_sku, reference_key
+from config.results.records import HEALTH_FACILITY
 from scripts.judging.peers import (DEFAULT_TOLERANCE, DEFAULT_Z_LIMIT,
                                    MAD_SCALE, VERDICT_FACILITY, completed,
                                    test_of)
@@ -172,7 +173,8 @@ def robust_values(values: list[float], z_limit: float = DEFAULT_Z_LIMIT
 
 def passing_rows(rows) -> list[dict]:
     """Measurements of passing runs: ReFrame passed the test, no basis
-    failed the metric (acceptance verdict rows included)."""
+    failed the metric (acceptance verdict rows included); health counters
+    are judged by their own rules, never baselined."""
     rows = list(rows)
     failed = {r.get('judged_record_id') for r in rows
               if r.get('judged_record_id')
@@ -180,7 +182,7 @@ def passing_rows(rows) -> list[dict]:
     return [r for r in rows
             if r.get('check_perf_value') is not None
             and not r.get('judged_record_id')
-            and r.get('facility') != VERDICT_FACILITY
+            and r.get('facility') not in (VERDICT_FACILITY, HEALTH_FACILITY)
             and r.get('check_result') == 'pass'
             and r.get('check_perf_result') != 'fail'
             and r.get('record_id') not in failed]
