@@ -118,6 +118,8 @@ def _check_facts(check) -> dict:
     facts['metric_reference_keys'] = getattr(check, 'metric_reference_keys',
                                              {})
     facts['metric_devices'] = getattr(check, 'metric_devices', {})
+    # a batch of nodes measured one by one (checks/common/fanned_job.py)
+    facts['metric_nodes'] = getattr(check, 'metric_nodes', {})
     facts['metric_peaks'] = getattr(check, 'metric_peaks', {})
     facts['peak_sources'] = getattr(check, 'peak_sources', {})
     # What the job recorded, not ReFrame's first sacct poll (job_nodes.py)
@@ -196,9 +198,20 @@ def split_device(var: str | None, devices: dict) -> tuple[str | None, str | None
     return metric, device
 
 
+def split_node(var: str | None, nodes: dict) -> tuple[str | None, str | None]:
+    """('triad_bw@hb-3', {'triad_bw@hb-3': 'hb-3'}) -> ('triad_bw', 'hb-3'):
+    a batch case's row is one metric on one node, like a one-node case's."""
+    node = nodes.get(var) if var else None
+    suffix = f'@{node}'
+    if not node or not var.endswith(suffix):
+        return var, None
+    return var[:-len(suffix)], node
+
+
 def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     var = attrs.get('check_perf_var')
-    metric, device = split_device(var, facts.get('metric_devices', {}))
+    plain, node = split_node(var, facts.get('metric_nodes', {}))
+    metric, device = split_device(plain, facts.get('metric_devices', {}))
     values = {key: attrs.get(key) for key in column_names()}
     result = perf_result(
         attrs.get('check_perf_result'), attrs.get('check_perf_ref'),
@@ -221,7 +234,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         # ReFrame logs 0 for a variable without a reference: none is null
         'check_perf_ref': (None if result == 'no_reference'
                            else attrs.get('check_perf_ref')),
-        'check_job_nodelist': (facts.get('job_nodes')
+        'check_job_nodelist': ([node] if node else facts.get('job_nodes')
                                or attrs.get('check_job_nodelist') or []),
         'check_tags': attrs.get('check_tags') or [],
         'vm_sku': facts.get('vm_sku'),
@@ -254,7 +267,13 @@ def _sibling_attrs(attrs: dict, perfvalues: dict) -> dict:
 
 
 def rows_of_test(record, session_id: str) -> list[dict]:
-    """Rows for every perf variable of the record's test, made once.
+    """Rows for every perf variable of the record's test, made once."""
+    return list(_rows_by_var(record, session_id).values())
+
+
+def _rows_by_var(record, session_id: str) -> dict[str, dict]:
+    """Perf variable (as ReFrame names it) -> its row, for every perf
+    variable of the record's test (and its health rows), made once.
 
     With perflog_multiline ReFrame logs one record per variable and stops at
     the first handler error, losing the rest; building all rows from the
@@ -269,7 +288,7 @@ def rows_of_test(record, session_id: str) -> list[dict]:
         if cached is None:
             cached = _row_values(attrs, session_id, _check_facts(check))
             attrs[ROW_ATTR] = cached
-        return [cached]
+        return {var: cached}
     cache = check.__dict__.setdefault(ROW_ATTR, {})
     key = attrs.get('check_jobid')
     if key not in cache:
@@ -278,20 +297,14 @@ def rows_of_test(record, session_id: str) -> list[dict]:
                       for name, sibling in
                       _sibling_attrs(attrs, perfvalues).items()}
         cache[key].update(_health_rows(attrs, session_id, facts))
-    return list(cache[key].values())
+    return cache[key]
 
 
 def row_from_log_record(record, session_id: str) -> dict:
     """The row of one ReFrame perflog record (perflog_multiline)."""
     var = record.__dict__.get('check_perf_var')
-    rows = rows_of_test(record, session_id)
-    for row in rows:
-        name = row['check_perf_var']
-        if row['device']:
-            name = f"{name}_{row['device']}"
-        if name == var:
-            return row
-    return rows[0]
+    rows = _rows_by_var(record, session_id)
+    return rows.get(var) or next(iter(rows.values()))
 
 
 def is_dry_run(record) -> bool:
