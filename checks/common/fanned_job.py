@@ -31,6 +31,9 @@ class FansOut(ParsedOutput):
     nodes_not_measured = variable(typ.Dict[str, str], value={})
     #: Perf variable -> the node it measured ('triad_bw@hb-3' -> 'hb-3').
     metric_nodes = variable(typ.Dict[str, str], value={})
+    #: Ranks of each node's step (its row's check_num_tasks, as a one-node
+    #: job's); 0 = not fanned out.
+    step_ranks = variable(int, value=0)
     #: The node whose output is being read ('' = the job's own output).
     measuring_node = variable(str, value='', loggable=False)
 
@@ -70,6 +73,7 @@ class FansOut(ParsedOutput):
         self.executable, self.executable_opts = 'wait', []
         launch.batch_shell(self.job)
         self.num_tasks = ranks * len(nodes)
+        self.step_ranks = ranks
         self.num_tasks_per_node = ranks
         self.keep_files.append(fan_out.FANOUT_DIR)
 
@@ -93,7 +97,8 @@ class FansOut(ParsedOutput):
             try:
                 self._on_node(node, self.check_parsed)
             except SanityError as error:
-                failures[node] = str(error)
+                # as ReFrame words a one-node case's fail_reason
+                failures[node] = f'sanity error: {error}'
             else:
                 passed.append(node)
         self.node_failures, self.nodes_not_measured = failures, missing

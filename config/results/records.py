@@ -120,6 +120,7 @@ def _check_facts(check) -> dict:
     facts['metric_devices'] = getattr(check, 'metric_devices', {})
     # a batch of nodes measured one by one (checks/common/fanned_job.py)
     facts['metric_nodes'] = getattr(check, 'metric_nodes', {})
+    facts['step_ranks'] = getattr(check, 'step_ranks', 0)
     facts['metric_peaks'] = getattr(check, 'metric_peaks', {})
     facts['peak_sources'] = getattr(check, 'peak_sources', {})
     # What the job recorded, not ReFrame's first sacct poll (job_nodes.py)
@@ -245,6 +246,8 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'reference_key': facts.get('metric_reference_keys', {}).get(var),
         'reframe_version': attrs.get('version'),
     })
+    if node and facts.get('step_ranks'):
+        values['check_num_tasks'] = facts['step_ranks']  # as a one-node job
     values.update(_fingerprint(facts, values['check_job_nodelist']))
     return make_row(_with_health_notes(values, facts))
 
