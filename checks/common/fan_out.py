@@ -1,11 +1,16 @@
-"""One job, several nodes, one measurement per node: a node-scope check
+"""One job, several nodes, one measurement per group of nodes: a check
 pinned to a batch of nodes (``-P pinned_nodes=n1,n2,...``) asks for all of
-them in one job, with its single-node task layout on each, and runs its
-command once per node, all at once: one job step per node, each in its own
-directory ``fanout/<node>/`` (the stage directory's files linked in, so that
-inputs such as HPL.dat are found and report files such as HPCG's do not
-collide), its stdout, stderr and exit code written there. Sanity and
-performance are then read per node through the check's own parser.
+them in one job, with its own task layout on each, and runs its command
+once per group: one job step per group, each in its own directory
+``fanout/<group>/`` (the stage directory's files linked in, so that inputs
+such as HPL.dat are found and report files such as HPCG's do not collide),
+its stdout, stderr and exit code written there. Sanity and performance are
+then read per group through the check's own parser.
+
+A group is one node (node checks: every node at once) or a pair (pair
+checks: the pin is a path around the ring, ``n1,n2,n3`` = pairs n1-n2 and
+n2-n3). Pairs that share a node cannot run at once: they run in rounds of
+node-disjoint pairs (path_rounds), one round after the other in the job.
 
 Only the launcher line changes: the executable and its options stay, and a
 check pinned to one node runs exactly as before. Why: every ReFrame test
@@ -13,11 +18,13 @@ case costs ~70 ms of set-up (README "Acceptance at scale"), so one case per
 check and node does not scale to a thousand nodes; one case per check and
 batch does.
 
-Step launchers (one per node, placed on that node only):
-- srun: ``srun --nodes=1 --ntasks=K --nodelist=NODE`` (Slurm's srun
-  manual, https://slurm.schedmd.com/srun.html); also where the check runs
-  one process from the batch shell (the ``local`` launcher) on Slurm;
-- Open MPI's mpirun/mpiexec: ``mpirun -np K --host NODE:K``
+Step launchers (one per group, placed on its nodes only, K ranks each):
+- srun: ``srun --nodes=1 --ntasks=K --nodelist=NODE``, a pair
+  ``srun --nodes=2 --ntasks=2K --nodelist=A,B --ntasks-per-node=K`` (Slurm's
+  srun manual, https://slurm.schedmd.com/srun.html); also where the check
+  runs one process from the batch shell (the ``local`` launcher) on Slurm;
+- Open MPI's mpirun/mpiexec: ``mpirun -np K --host NODE:K``, a pair
+  ``-np 2K --host A:K,B:K``
   (https://docs.open-mpi.org/en/v5.0.x/man-openmpi/man1/mpirun.1.html,
   ``--host`` with slot counts).
 """
@@ -32,34 +39,76 @@ NOT_FOUND_EXIT = 127
 SLURM_SCHEDULERS = ('slurm', 'squeue')
 
 
-def node_dir(node: str) -> str:
-    return f'{FANOUT_DIR}/{node}'
+#: Between the nodes of a group's label ('hb-1+hb-2'); no host name holds
+#: it (RFC 952 names: letters, digits, '-', '.').
+GROUP_JOIN = '+'
+
+
+def group_label(group: tuple[str, ...] | str) -> str:
+    """'hb-1' for one node, 'hb-1+hb-2' for a pair."""
+    return group if isinstance(group, str) else GROUP_JOIN.join(group)
+
+
+def group_nodes(label: str) -> list[str]:
+    return label.split(GROUP_JOIN)
+
+
+def node_dir(label: str) -> str:
+    """The directory of one group's step (one node: its name)."""
+    return f'{FANOUT_DIR}/{label}'
+
+
+def path_pairs(path: list[str]) -> list[tuple[str, str]]:
+    """The pairs of a pin path: each node with the next one."""
+    return [(path[i], path[i + 1]) for i in range(len(path) - 1)]
+
+
+def path_rounds(pairs: list[tuple[str, str]]) -> list[list[tuple]]:
+    """Rounds of node-disjoint pairs of a path: the pairs at even places,
+    then the odd ones (a path's pair shares nodes with its neighbours
+    only); a path that closes a ring of an odd number of pairs puts its
+    last pair, which shares the first node with the first pair, in a
+    third round."""
+    even, odd = pairs[0::2], pairs[1::2]
+    closing = []
+    if len(pairs) > 2 and len(pairs) % 2 and set(pairs[-1]) & set(pairs[0]):
+        closing = [even.pop()]
+    return [found for found in (even, odd, closing) if found]
 
 
 def step_launcher(launcher: str, scheduler: str, ranks: int,
-                  cpus_per_task: int | None, options: list[str], node: str
-                  ) -> list[str] | None:
-    """The launcher words of one node's job step; None where this launcher
-    cannot place a step on one node of the allocation."""
+                  cpus_per_task: int | None, options: list[str],
+                  group: tuple[str, ...] | str) -> list[str] | None:
+    """The launcher words of one group's job step, *ranks* ranks on each
+    of its nodes; None where this launcher cannot place a step on these
+    nodes of the allocation only."""
+    nodes = [group] if isinstance(group, str) else list(group)
     if launcher == 'srun' or (launcher == 'local'
                               and scheduler in SLURM_SCHEDULERS):
-        words = ['srun', '--nodes=1', f'--ntasks={ranks}',
-                 f'--nodelist={node}']
+        words = ['srun', f'--nodes={len(nodes)}',
+                 f'--ntasks={ranks * len(nodes)}',
+                 f"--nodelist={','.join(nodes)}"]
+        if len(nodes) > 1:
+            words.append(f'--ntasks-per-node={ranks}')
         if cpus_per_task:
             words.append(f'--cpus-per-task={cpus_per_task}')
         return words + (list(options) if launcher == 'srun' else [])
     if launcher in ('mpirun', 'mpiexec'):
-        return [launcher, '-np', str(ranks), '--host', f'{node}:{ranks}',
+        hosts = ','.join(f'{node}:{ranks}' for node in nodes)
+        return [launcher, '-np', str(ranks * len(nodes)), '--host', hosts,
                 *options]
     return None
 
 
-def script_lines(nodes: list[str], steps: dict[str, list[str]],
-                 command: str, keep: tuple[str, ...]) -> list[str]:
-    """Job script lines that start every node's step in the background,
-    each in its own directory; the caller ends with ``wait``. *keep*: the
-    stage directory's files not to link (the job's own stdout/stderr)."""
-    dirs = ' '.join(shlex.quote(node_dir(node)) for node in nodes)
+def script_lines(labels: list[str], steps: dict[str, list[str]],
+                 command: str, keep: tuple[str, ...],
+                 rounds: list[list[str]] | None = None) -> list[str]:
+    """Job script lines that start every group's step in the background,
+    each in its own directory; *rounds* (default: all groups at once) run
+    one after the other, each waiting for the previous one; the caller
+    ends with ``wait``. *keep*: the stage directory's files not to link
+    (the job's own stdout/stderr)."""
+    dirs = ' '.join(shlex.quote(node_dir(label)) for label in labels)
     skip = '|'.join(shlex.quote(name) for name in keep) or '""'
     lines = [
         f'mkdir -p {dirs}',
@@ -67,11 +116,14 @@ def script_lines(nodes: list[str], steps: dict[str, list[str]],
         f'{skip}) continue;; esac; for d in {dirs}; do '
         'ln -s "../../$f" "$d/$f"; done; done',
     ]
-    for node in nodes:
-        step = ' '.join(shlex.quote(word) for word in steps[node])
-        lines.append(
-            f'(cd {shlex.quote(node_dir(node))} && {step} {command} '
-            f'> {STEP_OUT} 2> {STEP_ERR}; echo $? > {STEP_EXIT}) &')
+    for number, labels_of_round in enumerate(rounds or [labels]):
+        if number:
+            lines.append('wait')
+        for label in labels_of_round:
+            step = ' '.join(shlex.quote(word) for word in steps[label])
+            lines.append(
+                f'(cd {shlex.quote(node_dir(label))} && {step} {command} '
+                f'> {STEP_OUT} 2> {STEP_ERR}; echo $? > {STEP_EXIT}) &')
     return lines
 
 
@@ -101,7 +153,8 @@ def last_line(path: str, limit: int = 64 * 1024) -> str:
 
 def unmeasured_reason(node: str, exit_code: int | None,
                       stderr_tail: str) -> str | None:
-    """Why a node's step measured nothing, or None when it ran the tool."""
+    """Why a group's step measured nothing (*node*: its label), or None
+    when it ran the tool."""
     if exit_code is None:
         return f'the step on {node} never ended (no exit code written)'
     if exit_code == NOT_FOUND_EXIT:
@@ -111,5 +164,5 @@ def unmeasured_reason(node: str, exit_code: int | None,
 
 
 def node_var(name: str, node: str) -> str:
-    """The perf variable of *name* measured on *node*."""
+    """The perf variable of *name* measured on *node* (a group's label)."""
     return f'{name}@{node}'

@@ -1,13 +1,16 @@
-"""A node-scope check run on a batch of nodes in one job (fan_out.py says
-how the job script does it): sanity and performance per node, through the
-check's own parser and sanity rules.
+"""A node or pair check run on a batch of nodes in one job (fan_out.py
+says how the job script does it): sanity and performance per group (a
+node, or a pair of ring neighbours), through the check's own parser and
+sanity rules. A group's label is its node, or 'a+b' for a pair.
 
-- ``node_failures``: node -> why its output failed sanity (a bad node);
-- ``nodes_not_measured``: node -> why its step measured nothing;
-- perf variables ``<name>@<node>`` for every node that passed, each with
+- ``fanned_groups``: the groups' labels, in the order they were pinned;
+- ``node_failures``: group -> why its output failed sanity;
+- ``nodes_not_measured``: group -> why its step measured nothing;
+- perf variables ``<name>@<group>`` for every group that passed, each with
   the reference of ``<name>`` (``metric_nodes`` maps them back).
-The case fails only when no node passed, so that the good nodes' numbers
-are still logged.
+The case fails only when no group passed, so that the good groups'
+numbers are still logged. A dry run measures nothing: its perf variables
+stay one per metric, so that its cost does not grow with the batch.
 """
 from __future__ import annotations
 
@@ -26,6 +29,11 @@ class FansOut(ParsedOutput):
     #: True where the check can run once per node of a batch job (its
     #: command is one single-node run); see plan.py's FANOUT_CHECKS.
     fans_out = variable(typ.Bool, value=False)
+    #: Nodes per measurement: 1 (node checks), 2 (pair checks: the pin is
+    #: a path around the ring, each node with the next one).
+    fan_group_size = variable(int, value=1)
+    #: The groups this case measured one by one ([] = not fanned out).
+    fanned_groups = variable(typ.List[str], value=[])
 
     node_failures = variable(typ.Dict[str, str], value={})
     nodes_not_measured = variable(typ.Dict[str, str], value={})
@@ -37,9 +45,14 @@ class FansOut(ParsedOutput):
     #: The node whose output is being read ('' = the job's own output).
     measuring_node = variable(str, value='', loggable=False)
 
+    def fan_groups(self) -> list[tuple[str, ...]]:
+        pinned = list(getattr(self, 'pinned_nodes', []))
+        if self.fan_group_size == 2:
+            return fan_out.path_pairs(pinned)
+        return [(node,) for node in pinned]
+
     def fanned_out(self) -> bool:
-        pinned = getattr(self, 'pinned_nodes', [])
-        return bool(self.fans_out and len(pinned) > 1
+        return bool(self.fans_out and len(self.fan_groups()) > 1
                     and not self.is_local())
 
     def output_dir(self) -> str:
@@ -57,24 +70,36 @@ class FansOut(ParsedOutput):
     def _fan_out_over_nodes(self):
         if not self.fanned_out():
             return
-        nodes = list(self.pinned_nodes)
+        groups = self.fan_groups()
+        labels = [fan_out.group_label(group) for group in groups]
+        # a path closing the ring names its first node twice
+        nodes = list(dict.fromkeys(self.pinned_nodes))
         ranks = self.num_tasks_per_node or self.num_tasks or 1
         launcher = self.job.launcher
-        steps = {node: fan_out.step_launcher(
+        steps = {label: fan_out.step_launcher(
             launcher.registered_name, self.job.scheduler.registered_name,
-            ranks, self.num_cpus_per_task, launcher.options, node)
-            for node in nodes}
+            ranks, self.num_cpus_per_task, launcher.options, group)
+            for label, group in zip(labels, groups)}
         if None in steps.values():
             self.skip(f'launcher {launcher.registered_name} cannot start '
-                      f'one job step per node: run with --node-batch 1')
+                      f'one job step per node or pair: run with '
+                      f'--node-batch 1')
+        rounds = None
+        if self.fan_group_size == 2:
+            rounds = [[fan_out.group_label(pair) for pair in found]
+                      for found in fan_out.path_rounds(groups)]
         command = ' '.join([self.executable, *self.executable_opts])
         keep = tuple(sn.evaluate(name) for name in (self.stdout, self.stderr))
-        self.prerun_cmds += fan_out.script_lines(nodes, steps, command, keep)
+        self.prerun_cmds += fan_out.script_lines(labels, steps, command, keep,
+                                                 rounds)
         self.executable, self.executable_opts = 'wait', []
         launch.batch_shell(self.job)
+        self.job.pin_nodes = nodes
         self.num_tasks = ranks * len(nodes)
-        self.step_ranks = ranks
+        # a row's check_num_tasks: as the one-node or one-pair job's
+        self.step_ranks = ranks * len(groups[0])
         self.num_tasks_per_node = ranks
+        self.fanned_groups = labels
         self.keep_files.append(fan_out.FANOUT_DIR)
 
     def check_output(self) -> None:
@@ -85,7 +110,7 @@ class FansOut(ParsedOutput):
             # its first line records the nodes: the script never started
             raise SanityError('the batch job never started')
         failures, missing, passed = {}, {}, []
-        for node in self.pinned_nodes:
+        for node in self.fanned_groups:
             directory = os.path.join(self.stagedir, fan_out.node_dir(node))
             why = fan_out.unmeasured_reason(
                 node, fan_out.read_exit_code(
@@ -103,12 +128,12 @@ class FansOut(ParsedOutput):
                 passed.append(node)
         self.node_failures, self.nodes_not_measured = failures, missing
         if not passed:
-            raise SanityError('no node passed: ' + '; '.join(
+            raise SanityError('nothing passed: ' + '; '.join(
                 f'{node}: {why}' for node, why in {**failures,
                                                    **missing}.items()))
 
     def passed_nodes(self) -> list[str]:
-        return [node for node in self.pinned_nodes
+        return [node for node in self.fanned_groups
                 if node not in self.node_failures
                 and node not in self.nodes_not_measured]
 
@@ -128,13 +153,13 @@ class FansOut(ParsedOutput):
     def parsed(self):
         if self.fanned_out() and not self.measuring_node:
             # what is not per node (a STREAM method): the first good node
-            nodes = self.passed_nodes() or list(self.pinned_nodes)
+            nodes = self.passed_nodes() or list(self.fanned_groups)
             return self._on_node(nodes[0], super().parsed)
         return super().parsed()
 
     @run_before('performance', always_last=True)
     def _perf_variables_per_node(self):
-        if not self.fanned_out():
+        if not self.fanned_out() or self.is_dry_run():
             return
         target = self.current_partition.fullname
         table = {}

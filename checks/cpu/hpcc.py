@@ -125,6 +125,9 @@ class HpccTwoNodes(HpccBase):
     num_nodes = 2
     tasks_per_node = 1
     tags = {'cpu', 'network', 'acceptance'}
+    # one run per pair: a batch of ring pairs is one job (fanned_job.py)
+    fans_out = True
+    fan_group_size = 2
 
     @run_after('setup')
     def needs_two_nodes(self):

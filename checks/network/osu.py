@@ -10,7 +10,6 @@ Where the binaries come from, first found wins:
 import os
 
 import reframe as rfm
-import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
 from .. import parsers
@@ -101,7 +100,7 @@ class OsuBase(BenchmarkTest, NodeLayout):
             return result
         # OMB prints its refusals, and the launcher its abort, on stderr:
         # they explain an empty or cut stdout better than stdout does.
-        stderr = os.path.join(self.stagedir, sn.evaluate(self.stderr))
+        stderr = os.path.join(self.output_dir(), self.stream_names()[1])
         if os.path.isfile(stderr):
             with open(stderr, errors='replace') as fp:
                 cause = osu.failure_cause(fp.read())
@@ -131,6 +130,9 @@ class OsuPointToPoint(OsuBase):
     tasks_per_node = 1
     bind_ranks = True
     tags = {'network', 'daily', 'acceptance'}
+    # one run per pair: a batch of ring pairs is one job (fanned_job.py)
+    fans_out = True
+    fan_group_size = 2
     #: The HCA the pair talks over (UCX_NET_DEVICES=<hca>:1): '' = the
     #: partition's first where it has several (the row's device says
     #: which); on single-HCA partitions UCX's own choice.

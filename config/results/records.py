@@ -125,6 +125,9 @@ def _check_facts(check) -> dict:
     facts['peak_sources'] = getattr(check, 'peak_sources', {})
     # What the job recorded, not ReFrame's first sacct poll (job_nodes.py)
     facts['job_nodes'] = list(getattr(check, 'job_nodes', None) or [])
+    # a pair of a batch in the job's order, as a one-pair job records it
+    facts['job_node_order'] = {node: index for index, node
+                               in enumerate(facts['job_nodes'])}
     # What the node said it is (checks/common/vm_size.py)
     facts['vm_sku_observed'] = getattr(check, 'vm_sku_observed', None) or None
     # GB200/GB300: checks/gpu/nvlink_fabric.py, NcclMultiNode per domain
@@ -201,12 +204,20 @@ def split_device(var: str | None, devices: dict) -> tuple[str | None, str | None
 
 def split_node(var: str | None, nodes: dict) -> tuple[str | None, str | None]:
     """('triad_bw@hb-3', {'triad_bw@hb-3': 'hb-3'}) -> ('triad_bw', 'hb-3'):
-    a batch case's row is one metric on one node, like a one-node case's."""
+    a batch case's row is one metric on one node, like a one-node case's;
+    a batch of pairs names its pair 'hb-3+hb-4' (checks/common/fan_out.py),
+    whose row's nodes are the pair's, like a one-pair case's."""
     node = nodes.get(var) if var else None
     suffix = f'@{node}'
     if not node or not var.endswith(suffix):
         return var, None
     return var[:-len(suffix)], node
+
+
+def _group_nodes(label: str, facts: dict) -> list[str]:
+    """'hb-4+hb-1' -> ['hb-1', 'hb-4'] where the job recorded hb-1 first."""
+    order = facts.get('job_node_order') or {}
+    return sorted(label.split('+'), key=lambda node: order.get(node, 0))
 
 
 def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
@@ -235,7 +246,8 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         # ReFrame logs 0 for a variable without a reference: none is null
         'check_perf_ref': (None if result == 'no_reference'
                            else attrs.get('check_perf_ref')),
-        'check_job_nodelist': ([node] if node else facts.get('job_nodes')
+        'check_job_nodelist': (_group_nodes(node, facts) if node
+                               else facts.get('job_nodes')
                                or attrs.get('check_job_nodelist') or []),
         'check_tags': attrs.get('check_tags') or [],
         'vm_sku': facts.get('vm_sku'),

@@ -6,7 +6,11 @@ A check runs at one of four scopes:
   checks that can (FANOUT_CHECKS, checks/common/fanned_job.py), one job per
   node for the others;
 - pair: on node pairs around a ring, so that every node meets two different
-  partners (a node failing with both is the bad one);
+  partners (a node failing with both is the bad one): one job per batch of
+  NODE_BATCH ring pairs, pinned as a path around the ring (each node with
+  the next one), that runs each pair at once where they share no node
+  (rounds of node-disjoint pairs, checks/common/fan_out.py), for the checks
+  that can (PAIR_FANOUT_CHECKS); one job per pair for the others;
 - set: once over every usable node of the partition (collectives);
 - whole: once per partition, where the check puts itself (storage, staging).
 A failure at the last two scopes is a finding about the partition, not a
@@ -36,6 +40,13 @@ FANOUT_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck',
                  'HplSpackCheck', 'HpcgCheck', 'HpcgSpackCheck', 'HpccNode',
                  'NcclSingleNode')
 SINGLE_NODE_CHECKS = tuple(c for c in NODE_CHECKS if c not in FANOUT_CHECKS)
+#: Pair checks that run once per pair of a batch job (fan_group_size 2).
+#: PerftestPair stays one pair per job: its script starts its own steps
+#: on the job's first two nodes.
+PAIR_FANOUT_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack',
+                      'HpccTwoNodes')
+SINGLE_PAIR_CHECKS = tuple(c for c in PAIR_CHECKS
+                           if c not in PAIR_FANOUT_CHECKS)
 #: Nodes per batch job of a fan-out check (--node-batch): 32 makes a
 #: 1,000-node partition 32 test cases per check instead of 1,000, and a
 #: batch still waits for only 32 free nodes together (one busy node holds
@@ -109,6 +120,15 @@ def ring_pairs(nodes: list[str]) -> list[tuple[str, str]]:
         return [(nodes[0], nodes[1])]
     return [(nodes[i], nodes[(i + 1) % len(nodes)])
             for i in range(len(nodes))]
+
+
+def ring_paths(nodes: list[str], size: int) -> list[tuple[str, ...]]:
+    """The ring's pairs, *size* at a time, each batch as the path of its
+    pairs (a, b, c = a-b and b-c); the last one closes the ring (ends on
+    the first node)."""
+    pairs = ring_pairs(nodes)
+    return [tuple([chunk[0][0]] + [b for _, b in chunk])
+            for chunk in batches(pairs, size)]
 
 
 def names_pattern(names) -> str:
@@ -203,7 +223,8 @@ def phases(system: str, partition: str, nodes: list[str] | None,
            node_batch: int = NODE_BATCH) -> list[Phase]:
     """The sessions of one partition; nodes None = the scheduler cannot
     list them (not Slurm): everything runs once, unpinned. *node_batch*:
-    nodes per job of the fan-out checks (1 = one job per node for all)."""
+    nodes (or ring pairs) per job of the fan-out checks (1 = one job per
+    node or pair for all)."""
     if nodes is None:
         return [Phase(system, partition, 'unpinned')]
     singles = [(node,) for node in nodes]
@@ -215,8 +236,15 @@ def phases(system: str, partition: str, nodes: list[str] | None,
     else:
         found = _batched(system, partition, 'node', singles)
     pairs = ring_pairs(nodes)
-    if pairs:
+    if pairs and node_batch > 1:
+        found += _batched(system, partition, 'pair',
+                          ring_paths(nodes, node_batch),
+                          names=PAIR_FANOUT_CHECKS)
+        found += _batched(system, partition, 'pair', pairs, tag='one',
+                          names=SINGLE_PAIR_CHECKS)
+    elif pairs:
         found += _batched(system, partition, 'pair', pairs)
+    if pairs:
         found.append(Phase(system, partition, 'set', [tuple(nodes)]))
     return found + [Phase(system, partition, 'whole')]
 

@@ -157,30 +157,51 @@ def _not_measured_reason(case: dict, skipped: dict[str, str]) -> str | None:
     return None
 
 
+def fanned_groups(case: dict) -> list[str]:
+    """The nodes or pairs ('a+b') a case measured one by one in one job
+    (checks/common/fanned_job.py), whose findings are per group; [] for a
+    one-node or one-pair case."""
+    return list(case.get('fanned_groups') or [])
+
+
 def fanned_out(case: dict) -> bool:
-    """Whether the case ran a batch of nodes one by one in one job
-    (checks/common/fanned_job.py): its findings are per node."""
-    return bool(case.get('fans_out')) and \
-        len(case.get('pinned_nodes') or []) > 1
+    return bool(fanned_groups(case))
 
 
-def _node_outcome(case: dict, node: str) -> tuple[str | None, str | None]:
+def _places(case: dict, scope: str) -> list[tuple[str, str | None, str]]:
+    """(node, partner, group) for every node a case measured; group '' for
+    a one-node or one-pair case."""
+    groups = fanned_groups(case)
+    if not groups:
+        nodes = case_nodes(case)
+        return [(node, next((n for n in nodes if n != node), None)
+                 if scope == 'pair' else None, '') for node in nodes]
+    places = []
+    for group in groups:
+        members = group.split('+')
+        places += [(node, next((n for n in members if n != node), None)
+                    if scope == 'pair' else None, group)
+                   for node in members]
+    return places
+
+
+def _group_outcome(case: dict, group: str) -> tuple[str | None, str | None]:
     """(why its output failed sanity, why it measured nothing) for one
-    node of a batch case; (None, None) for a one-node case."""
-    if not fanned_out(case):
+    node or pair of a batch case; (None, None) for a one-node case."""
+    if not group:
         return None, None
-    return ((case.get('node_failures') or {}).get(node),
-            (case.get('nodes_not_measured') or {}).get(node))
+    return ((case.get('node_failures') or {}).get(group),
+            (case.get('nodes_not_measured') or {}).get(group))
 
 
-def _metric_findings(case: dict, base: dict) -> list[Finding]:
+def _metric_findings(case: dict, base: dict, group: str) -> list[Finding]:
     found = []
     node_of = case.get('metric_nodes') or {}
     for key, info in (case.get('perfvalues') or {}).items():
         value, ref, lower, upper, unit, result = (list(info) + [None] * 6)[:6]
         metric, node = records.split_node(key.split(':')[-1], node_of)
-        if node_of and node != base['node']:
-            continue   # another node's value of a batch case
+        if node_of and node != group:
+            continue   # another node's or pair's value of a batch case
         verdict = records.perf_result(result, ref, lower, upper)
         found.append(Finding(**base, verdict=verdict or PASS,
                              metric=metric, value=value,
@@ -206,31 +227,30 @@ def _bound_missed(value, ref, lower, upper) -> str:
 def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
     """One finding per node (and metric) of one test case."""
     scope = scope_of(class_name(case))
-    nodes = case_nodes(case)
     if scope in ('set', 'whole') or not case.get('pinned_nodes'):
-        scope, nodes = 'whole', [WHOLE_PARTITION]
+        scope, places = 'whole', [(WHOLE_PARTITION, None, '')]
+    else:
+        places = _places(case, scope)
     base = {'partition': f"{case.get('system')}:{case.get('partition')}",
             'check': check_label(case), 'scope': scope,
             'jobid': case.get('jobid'), 'attempts': case.get('attempts', 1)}
     found = []
-    for node in nodes:
-        partner = next((n for n in nodes if n != node), None) \
-            if scope == 'pair' else None
+    for node, partner, group in places:
         where = {**base, 'node': node, 'partner': partner}
-        failed, missing = _node_outcome(case, node)
+        failed, missing = _group_outcome(case, group)
         missing = missing or (None if failed else
                               _not_measured_reason(case, skipped))
         if missing:
             found.append(Finding(**where, verdict=NOT_MEASURED,
                                  reason=missing))
             continue
-        metrics = [] if failed else _metric_findings(case, where)
+        metrics = [] if failed else _metric_findings(case, where, group)
         if failed:
             # the tool ran on this node and its output failed sanity
             metrics.append(Finding(**where, verdict=FAIL, reason=failed))
         elif case.get('result') == 'fail' and not any(
                 f.verdict == FAIL for f in metrics) and \
-                not (fanned_out(case) and metrics):
+                not (group and metrics):
             # the tool ran and reported an error (sanity)
             metrics.append(Finding(**where, verdict=FAIL, reason=str(
                 case.get('fail_reason') or 'failed').strip()))
