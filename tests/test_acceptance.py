@@ -43,12 +43,17 @@ def test_ring_pairs_give_every_node_two_partners():
 
 
 def test_pins_travel_as_one_reframe_parameter():
-    [phase] = [p for p in plan.phases('sandbox', 'hbv4', NODES[:3])
-               if p.scope == 'pair']
+    batch, phase = [p for p in plan.phases('sandbox', 'hbv4', NODES[:3])
+                    if p.scope == 'pair']
     options = plan.reframe_options(phase, plan.Selection(checks=['checks']),
                                    'r.json', 'prefix', retries=2)
     assert options[options.index('-P') + 1] == \
         'pinned_nodes=sb-n1,sb-n2;sb-n2,sb-n3;sb-n3,sb-n1'
+    # the pair checks that run a batch of pairs in one job: one path
+    batched = plan.reframe_options(batch, plan.Selection(checks=['checks']),
+                                   'r.json', 'prefix', retries=2)
+    assert batched[batched.index('-P') + 1] == \
+        'pinned_nodes=sb-n1,sb-n2,sb-n3,sb-n1'
     assert options[options.index('--param-values-delim') + 1] == ';'
     assert options[options.index('--max-retries') + 1] == '2'
     assert plan.phases('pbs', 'q', None)[0].scope == 'unpinned'
@@ -58,8 +63,8 @@ def test_collectives_run_once_over_every_node():
     phases = plan.phases('sandbox', 'hbv4', NODES)
     # the batch-job node checks, the one-node ones, pairs, the set, the rest
     assert [p.label for p in phases] == ['hbv4-node', 'hbv4-node-one',
-                                         'hbv4-pair', 'hbv4-set',
-                                         'hbv4-whole']
+                                         'hbv4-pair', 'hbv4-pair-one',
+                                         'hbv4-set', 'hbv4-whole']
     assert phases[0].pins == [tuple(NODES)]
     assert phases[1].pins == [(node,) for node in NODES]
     phases = [p for p in phases if p.tag != 'one']
