@@ -1,10 +1,11 @@
 """Benchmark: acceptance planning on a fake Slurm partition of N nodes
 (`sinfo`/`scontrol` stand-ins on PATH); `reframe --dry-run` (the plan's own
-options) of every session of the node phase's batch-job checks on a
-1,000-node partition, end to end; ReFrame's cost per test case for what
-stays one case per node or pair (the one-node checks, the pair phase) on
-fewer nodes, with the share of `--list` spent in ReFrame's
-deprecation-warning stack walks (inspect.stack) under cProfile.
+options) of every session of a 1,000-node partition's plan but those that
+stay one case per node or pair (the batch-job node and pair checks, the
+set, the whole partition), end to end; ReFrame's cost per test case for
+what stays one case per node or pair (PerftestLoopback, NvlinkFabric,
+PerftestPair) on fewer nodes, with the share of `--list` spent in
+ReFrame's deprecation-warning stack walks (inspect.stack) under cProfile.
 
     nice -n 10 .venv/bin/python -m tests.bench.bench_acceptance
         [--nodes 1000 10000] [--batch-nodes 1000] [--dry-run-nodes 50]
@@ -115,28 +116,36 @@ def main(argv=None):
                   f'ReFrame sessions, longest argument '
                   f'{max(len(a) for v in argvs for a in v)} B, longest '
                   f'command line {max(sum(len(a) + 1 for a in v) for v in argvs)} B')
-        # the node phase's batch jobs, end to end on a whole partition
+        # every batched session, end to end on a whole partition
         _, phases, _ = time_plan(work, args.batch_nodes)
-        fanned = [p for p in phases if p.scope == 'node' and not p.tag]
-        total, cases = 0.0, 0
-        for number, phase in enumerate(fanned):
-            seconds, scripts = reframe_seconds(work, phase, '--dry-run', None,
-                                               f'fan{number}')
-            total, cases = total + seconds, cases + scripts
-        print(f'node phase, batch-job checks, {args.batch_nodes} nodes '
-              f'(--node-batch {plan.NODE_BATCH}): --dry-run {total:.1f} s '
-              f'for {cases} job scripts in {len(fanned)} session(s)')
+        everything = 0.0
+        for scope in ('node', 'pair', 'set', 'whole'):
+            batched = [p for p in phases if p.scope == scope and not p.tag]
+            total, cases = 0.0, 0
+            for phase in batched:
+                seconds, scripts = reframe_seconds(work, phase, '--dry-run',
+                                                   None, phase.label)
+                total, cases = total + seconds, cases + scripts
+            everything += total
+            print(f'{scope} phase, batch-job checks, {args.batch_nodes} '
+                  f'nodes (--node-batch {plan.NODE_BATCH}): --dry-run '
+                  f'{total:.1f} s for {cases} job scripts in '
+                  f'{len(batched)} session(s)')
+        print(f'all batched sessions: {everything:.1f} s')
         # what stays one case per node or pair: per case, on fewer nodes
         _, phases, _ = time_plan(work, args.dry_run_nodes)
-        for label, phase in (('node phase, one-node checks',
-                              next(p for p in phases if p.tag == 'one')),
-                             ('pair phase',
-                              next(p for p in phases if p.scope == 'pair'))):
+        for label, scope in (('node phase, one-node checks', 'node'),
+                             ('pair phase, one-pair checks', 'pair')):
+            phase = next(p for p in phases if p.scope == scope
+                         and p.tag == 'one')
             dry, scripts = reframe_seconds(work, phase, '--dry-run', None,
                                            phase.label)
             print(f'{label}, {args.dry_run_nodes} nodes: --dry-run '
                   f'{dry:.1f} s for {scripts} job scripts '
-                  f'({1000 * dry / max(scripts, 1):.0f} ms per test case)')
+                  f'({1000 * dry / max(scripts, 1):.0f} ms per test case; '
+                  f'x{args.batch_nodes / args.dry_run_nodes:g} at '
+                  f'{args.batch_nodes} nodes: '
+                  f'{dry * args.batch_nodes / args.dry_run_nodes:.0f} s)')
         node_phase = next(p for p in phases if p.tag == 'one')
         profile = work / 'list.prof'
         reframe_seconds(work, node_phase, '--list', profile, 'profile')
