@@ -162,6 +162,15 @@ def findings(summary):
                   for f in n['findings'] if f['verdict'] != 'pass')
 
 
+def one_batch_job(result, env, check: str) -> Path:
+    """The job script of the one test case of *check* in the run."""
+    assert re.search(r'^  1 test case\(s\)', result.stdout, re.M)
+    home = Path(env['CLUSTERPROOF_HOME'])
+    [script] = [p for p in home.rglob('rfm_job.sh')
+                if check in str(p) and 'fanout' not in str(p)]
+    return script
+
+
 def test_a_batch_case_judges_each_node_as_one_node_cases_do(sandbox_env,
                                                             tmp_path):
     env = {**no_references(sandbox_env),
@@ -193,10 +202,7 @@ def test_a_batch_case_judges_each_node_as_one_node_cases_do(sandbox_env,
     assert values[('StreamCheck', 'triad_bw', (SLOW,))][0] == 10382.9
 
     # one case, one job, one step per node, each with its own output
-    assert re.search(r'^  1 test case\(s\)', batch.stdout, re.M)
-    home = Path(env['CLUSTERPROOF_HOME'])
-    [script] = [p for p in home.rglob('rfm_job.sh')
-                if 'StreamCheck' in str(p) and 'fanout' not in str(p)]
+    script = one_batch_job(batch, env, 'StreamCheck')
     text = script.read_text()
     assert f'#SBATCH --ntasks={len(NODES)}' in text
     assert '#SBATCH --ntasks-per-node=1' in text

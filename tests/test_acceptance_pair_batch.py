@@ -4,7 +4,6 @@ rounds of pairs that share no node, and its rows and pair blame are those
 the one-pair cases give (a node whose stand-in fails is bad with both
 partners, its partners good). Plus the rounds and the plan on their own."""
 import re
-from pathlib import Path
 
 from checks.common import fan_out
 from scripts.acceptance import plan, verdicts
@@ -12,6 +11,7 @@ from scripts.cli.sandbox import NODES
 from tests.helpers import DATA
 from tests.test_acceptance import acceptance, sandbox_env  # noqa: F401
 from tests.test_acceptance import stored, verdict_of
+from tests.test_acceptance_batch import one_batch_job
 
 NODES = list(NODES)
 BROKEN = NODES[1]
@@ -166,11 +166,7 @@ def test_a_batch_of_pairs_blames_as_one_pair_cases_do(sandbox_env,
     assert {value[2] for value in rows.values()} == {2}
 
     # one case, one job, one step per pair, in rounds of disjoint pairs
-    assert re.search(r'^  1 test case\(s\)', batch.stdout, re.M)
-    home = Path(env['CLUSTERPROOF_HOME'])
-    [script] = [p for p in home.rglob('rfm_job.sh')
-                if 'OsuPointToPoint' in str(p) and 'fanout' not in str(p)]
-    text = script.read_text()
+    text = one_batch_job(batch, env, 'OsuPointToPoint').read_text()
     assert f'#SBATCH --ntasks={len(NODES)}' in text
     steps = re.findall(r'^\(cd fanout/(\S+) && srun --nodes=2 --ntasks=2 '
                        r'--nodelist=(\S+) --ntasks-per-node=1 .*osu_latency'
