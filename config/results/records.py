@@ -296,11 +296,78 @@ def _rows_by_var(record, session_id: str) -> dict[str, dict]:
     key = attrs.get('check_jobid')
     if key not in cache:
         facts = _check_facts(check)
+        siblings = _sibling_attrs(attrs, perfvalues)
+        unmeasured = _unmeasured_node_attrs(attrs, check)
+        facts['metric_nodes'] = {**facts['metric_nodes'],
+                                 **{var: node for var, (node, _) in
+                                    unmeasured.items()}}
+        siblings.update({var: sibling for var, (_, sibling) in
+                         unmeasured.items()})
         cache[key] = {name: _row_values(sibling, session_id, facts)
-                      for name, sibling in
-                      _sibling_attrs(attrs, perfvalues).items()}
+                      for name, sibling in siblings.items()}
         cache[key].update(_health_rows(attrs, session_id, facts))
+        if facts['metric_nodes']:
+            _node_results(cache[key])
     return cache[key]
+
+
+def _node_outcomes(check) -> dict[str, str]:
+    """node -> why it measured nothing or failed sanity, for the nodes of
+    a batch case (checks/common/fanned_job.py) that gave no values."""
+    return {**(getattr(check, 'nodes_not_measured', None) or {}),
+            **(getattr(check, 'node_failures', None) or {})}
+
+
+def _unmeasured_node_attrs(attrs: dict, check) -> dict[str, tuple]:
+    """perf variable -> (node, its record attributes) for every metric of
+    every batch node without a value: a row with no value, the reference
+    and the node's own failure, as its one-node case logs."""
+    outcomes = _node_outcomes(check)
+    if not outcomes:
+        return {}
+    metrics = dict(getattr(check, 'node_metrics', None)
+                   or getattr(check, 'perf_metrics', None) or {})
+    target = check.current_partition.fullname
+    found = {}
+    for node, reason in outcomes.items():
+        for name, unit in metrics.items():
+            var = f'{name}@{node}'
+            ref = _reference(check, target, var) or \
+                _reference(check, target, name) or (None, None, None)
+            found[var] = (node, {
+                **attrs, 'check_perf_var': var, 'check_perf_value': None,
+                'check_perf_ref': ref[0], 'check_perf_lower_thres': ref[1],
+                'check_perf_upper_thres': ref[2], 'check_perf_unit': unit,
+                'check_perf_result': None, 'check_result': 'fail',
+                'check_fail_reason': reason})
+    return found
+
+
+def _reference(check, target: str, var: str):
+    try:
+        return check.reference[f'{target}:{var}']
+    except (KeyError, TypeError):
+        return None
+
+
+def _node_results(rows: dict[str, dict]) -> None:
+    """A batch case's rows say each node's own outcome (check_result and
+    check_fail_reason), as its one-node case would: a node with a failing
+    value fails with the case's reason, a node without one passes."""
+    by_node: dict[str, list[dict]] = {}
+    for row in rows.values():
+        nodes = row.get('check_job_nodelist') or []
+        if len(nodes) == 1:
+            by_node.setdefault(nodes[0], []).append(row)
+    for node_rows in by_node.values():
+        perf = [r for r in node_rows if r['facility'] == 'reframe']
+        failed = any(r['check_perf_result'] == 'fail' or (
+            r['check_result'] == 'fail' and r['check_perf_value'] is None)
+            for r in perf)
+        for row in node_rows:
+            row['check_result'] = 'fail' if failed else 'pass'
+            if not failed and row['facility'] == 'reframe':
+                row['check_fail_reason'] = None
 
 
 def row_from_log_record(record, session_id: str) -> dict:
