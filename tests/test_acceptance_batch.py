@@ -277,3 +277,24 @@ def test_hpl_and_hpcg_batches_find_their_inputs_and_keep_their_reports(
     assert {r['check_num_tasks'] for r in rows} == {2}
     reports = list((tmp_path / 'rfm').rglob('fanout/*/HPCG-Benchmark*'))
     assert len(reports) == len(NODES)
+
+
+def test_an_nccl_batch_job_runs_eight_ranks_on_each_gpu_node(tmp_path):
+    """No GPU here: the job script of a batch of two ND H100 v5 nodes."""
+    from tests.test_gpu_checks import dry_run
+    dry_run(tmp_path, 'azure:ndv5', '-n', '^NcclSingleNode%collective=all_reduce',
+            '-P', 'pinned_nodes=nd-1,nd-2', '--param-values-delim', ';',
+            checks=('checks/gpu/nccl.py',))
+    [script] = [p for p in (tmp_path / 'rfm' / 'stage').rglob('rfm_job.sh')]
+    text = script.read_text()
+    for line in ('#SBATCH --ntasks=16', '#SBATCH --ntasks-per-node=8',
+                 '#SBATCH --gres=gpu:8', '#SBATCH --nodelist=nd-[1-2]'):
+        assert line in text, text
+    steps = re.findall(r'^\(cd fanout/(nd-\d) && srun --nodes=1 --ntasks=8 '
+                       r'--nodelist=(nd-\d) (.*) > step\.out 2> step\.err; '
+                       r'echo \$\? > exit_code\) &$', text, re.M)
+    assert [(a, b) for a, b, _ in steps] == [('nd-1', 'nd-1'),
+                                             ('nd-2', 'nd-2')]
+    # the check's own command, unchanged, on each node
+    assert steps[0][2] == steps[1][2] and 'all_reduce_perf' in steps[0][2]
+    assert '\nwait\n' in text
