@@ -286,7 +286,10 @@ def _rows_by_var(record, session_id: str) -> dict[str, dict]:
     check = attrs.get('__rfm_check__')
     perfvalues = getattr(check, 'perfvalues', None) or {}
     var = attrs.get('check_perf_var')
-    if check is None or var is None or not perfvalues:
+    # a batch case where no node passed still has a row per node and metric
+    unmeasured = _unmeasured_node_attrs(attrs, check) if check is not None \
+        else {}
+    if check is None or ((var is None or not perfvalues) and not unmeasured):
         cached = attrs.get(ROW_ATTR)
         if cached is None:
             cached = _row_values(attrs, session_id, _check_facts(check))
@@ -297,7 +300,6 @@ def _rows_by_var(record, session_id: str) -> dict[str, dict]:
     if key not in cache:
         facts = _check_facts(check)
         siblings = _sibling_attrs(attrs, perfvalues)
-        unmeasured = _unmeasured_node_attrs(attrs, check)
         facts['metric_nodes'] = {**facts['metric_nodes'],
                                  **{var: node for var, (node, _) in
                                     unmeasured.items()}}
