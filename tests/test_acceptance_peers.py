@@ -237,6 +237,40 @@ def test_a_suspect_pair_re_run_with_a_good_partner_blames_the_right_node(
     assert (state / 'perftest-SB_N2.runs').read_text() == '3'
 
 
+def test_confirm_re_runs_a_node_bad_from_pairs_with_a_good_partner(
+        sandbox_env, tmp_path):
+    # sb-n2's HCA is missing on both its ring runs (with sb-n1 and sb-n3:
+    # bad from pairs), then back: with a good partner it passes, and is
+    # good; a node whose HCA stays missing fails again, and stays bad.
+    from tests.test_acceptance import PAIR_REFRAME_ARGS, PERFTEST_PAIR_ONLY
+    args = ['--system', 'sandbox', '--partition', 'hbv4',
+            *PERFTEST_PAIR_ONLY, '--confirm', '1', *PAIR_REFRAME_ARGS]
+    for hcas, verdict in (('mlx5_ib1:mlx5_ib1:mlx5_ib0', 'good'),
+                          ('mlx5_ib1:mlx5_ib1:mlx5_ib1', 'bad')):
+        state = tmp_path / f'state-{verdict}'
+        state.mkdir()
+        env = {**sandbox_env, 'CLUSTERPROOF_STANDIN_STATE': str(state),
+               'CLUSTERPROOF_STANDIN_HCAS_SB_N2': hcas}
+        result, summary = acceptance(env, *args)
+        out = result.stdout
+        assert result.returncode == (0 if verdict == 'good' else 1), \
+            out + result.stderr
+        pair = re.search(r'^confirming 1 node\(s\) of sandbox:hbv4 with a '
+                         r'good partner \(attempt 1\): (sb-n\d,sb-n\d)$',
+                         out, re.M).group(1).split(',')
+        # a partner it did not fail with
+        assert 'sb-n2' in pair and not {'sb-n1', 'sb-n3'} & set(pair)
+        assert verdict_of(summary) == expected('good', {'sb-n2': verdict})
+        mine = [f for n in summary['nodes'] for f in n['findings']
+                if n['node'] == 'sb-n2' and f['verdict'] == 'fail']
+        assert {f['partner'] for f in mine} == {'sb-n1', 'sb-n3'}
+        assert {tuple(f['confirmations']) for f in mine} == {
+            ('pass',) if verdict == 'good' else ('fail',)}
+        assert all(bool(f['set_aside']) == (verdict == 'good') for f in mine)
+        # two ring runs and the confirmation
+        assert (state / 'perftest-SB_N2.runs').read_text() == '3'
+
+
 def drain_reason(node):
     return subprocess.run(['sinfo', '-h', '-N', '-n', node, '-o', '%E'],
                           capture_output=True, text=True).stdout.splitlines()[0]
