@@ -1,8 +1,8 @@
 """Re-measure before blame (`--confirm N`): the checks a node failed on any
 basis run again in a pinned session of their own, up to N times, and the
-node is bad only if it fails every attempt. Peer and baseline failures are
-known only after a session, so ReFrame's own retries (--retry-failed)
-cannot re-measure them; this can. The new value is held against the same
+node is bad only if it fails every attempt. Peer failures are known only
+after a session, so ReFrame's own retries (--retry-failed) cannot
+re-measure them; this can. The new value is held against the same
 peers (their median and spread from the first run) and the same baseline
 and published reference; each attempt's verdict is kept on the finding.
 
