@@ -1,4 +1,4 @@
-"""Health in a real acceptance run on the four-node sandbox Slurm: each
+"""Health in a real acceptance run on the five-node sandbox Slurm: each
 node has its own sysfs tree (built from the real procfs fixture, the sandbox
 nodes share /sys) and a stand-in nvidia-smi replaying real XML; on one node
 the benchmark stand-in raises link_downed and symbol_error while it runs, on
