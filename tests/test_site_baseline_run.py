@@ -146,3 +146,18 @@ def test_both_bases_are_checked_and_published_wins_the_label():
     shown = records.with_site_baseline(published('informational'), None)
     assert (shown['check_perf_result'], shown.get('verdict_basis')) == \
         ('informational', None)
+
+
+def test_a_file_that_is_no_baseline_fails_the_test_naming_it(tmp_path):
+    broken = tmp_path / 'baselines'
+    broken.mkdir()
+    (broken / 'stream.yaml').write_text('baselines: [1, 2\n')
+    result, rows = stream_run(tmp_path / 'home', tmp_path, baselines=broken)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0, out
+    assert (f'performance error: site baseline {broken / "stream.yaml"}: '
+            'not a baseline file') in out
+    assert 'Traceback' not in out
+    # the measurement is kept, judged by nothing
+    assert {r['check_perf_result'] for r in rows.values()} == \
+        {'no_reference'}

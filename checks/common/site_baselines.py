@@ -54,7 +54,10 @@ class SiteBaselines(rfm.RegressionTestPlugin):
         # Runs only when the published references passed (or judged
         # nothing): a published failure already failed the test, and its
         # rows name the baseline's verdict too.
-        failed = [v['reason'] for v in self.site_baseline_verdicts().values()
-                  if v['fail']]
+        try:
+            judged = self.site_baseline_verdicts()
+        except ValueError as error:   # a file that is not a baseline
+            raise PerformanceError(str(error)) from None
+        failed = [v['reason'] for v in judged.values() if v['fail']]
         if failed:
             raise PerformanceError('; '.join(failed))
