@@ -1,7 +1,8 @@
 """A plain ReFrame run judged against the site baseline when its rows are
 written (checks/common/site_baselines.py): real ReFrame on the `local`
-system, STREAM's replay stand-in printing real outputs, a baseline made by
-`clusterproof baseline` from a first run's rows."""
+system (and on the sandbox Slurm, whose partition has a published floor, for
+both bases at once), STREAM's replay stand-in printing real outputs, a
+baseline made by `clusterproof baseline` from a first run's rows."""
 import subprocess
 import sys
 
@@ -12,25 +13,35 @@ from tests.helpers import DATA, REPO, STANDINS, run_reframe, stored_rows, \
     suite_env
 
 STREAM = DATA / 'stream'
-RUN = ['--system', 'local', '-c', 'checks/cpu/stream.py', '-n',
-       '^StreamCheck$', '-r', '-S', 'num_threads=2',
-       '-S', 'array_size=20000000']
+RUN = ['-c', 'checks/cpu/stream.py', '-n', '^StreamCheck$', '-r',
+       '-S', 'num_threads=2', '-S', 'array_size=20000000']
 
 
-def stream_run(home, tmp_path, output=None, baselines=None):
-    extra = {'PATH': f'{STANDINS}:{suite_env(home)["PATH"]}'}
+def stream_run(home, tmp_path, output=None, baselines=None, system='local',
+               env=None):
+    extra = {**(env or {}), 'PATH': f'{STANDINS}:{suite_env(home)["PATH"]}'}
     if output:
         extra['CLUSTERPROOF_REPLAY_STREAM_C_EXE'] = str(STREAM / output)
     if baselines:
         extra['CLUSTERPROOF_BASELINES'] = str(baselines)
     before = {r['record_id'] for r in stored_rows(home)}
-    result = run_reframe(*RUN, '--prefix', str(tmp_path / 'rfm'),
+    result = run_reframe('--system', system, *RUN,
+                         '--prefix', str(tmp_path / 'rfm'),
                          env=suite_env(home, extra), cwd=str(REPO),
                          timeout=300)
     rows = {r['check_perf_var']: r for r in stored_rows(home)
             if r['record_id'] not in before
             and r['facility'] == 'reframe'}
     return result, rows
+
+
+def make_baseline(home, out):
+    made = subprocess.run(
+        [sys.executable, str(REPO / 'scripts' / 'clusterproof'), 'baseline',
+         '--min-runs', '1', '--out', str(out)], env=suite_env(home),
+        cwd=str(REPO), capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
+    return out
 
 
 @pytest.fixture(scope='module')
@@ -42,13 +53,7 @@ def baselines(tmp_path_factory):
     assert result.returncode == 0, result.stdout + result.stderr
     assert rows['triad_bw']['check_perf_result'] == 'no_reference'
     assert rows['triad_bw']['verdict_basis'] is None
-    out = tmp_path / 'baselines'
-    made = subprocess.run(
-        [sys.executable, str(REPO / 'scripts' / 'clusterproof'), 'baseline',
-         '--min-runs', '1', '--out', str(out)], env=suite_env(home),
-        cwd=str(REPO), capture_output=True, text=True, timeout=120)
-    assert made.returncode == 0, made.stdout + made.stderr
-    return out
+    return make_baseline(home, tmp_path / 'baselines')
 
 
 def test_a_run_below_the_site_baseline_fails_naming_the_basis(
@@ -161,3 +166,32 @@ def test_a_file_that_is_no_baseline_fails_the_test_naming_it(tmp_path):
     # the measurement is kept, judged by nothing
     assert {r['check_perf_result'] for r in rows.values()} == \
         {'no_reference'}
+
+
+def test_both_bases_fail_on_the_sandbox_and_the_row_says_both(
+        slurm_sandbox, tmp_path):
+    # the sandbox's hbv4 declares HBv4, with the sandbox's published floor
+    # of 8000 MB/s (tests/data/acceptance/references): a first run passes
+    # it, its baseline is made, and a throttled run fails both
+    env = {**slurm_sandbox.env, 'CLUSTERPROOF_REFERENCES': str(
+        DATA / 'acceptance' / 'references')}
+    home = tmp_path / 'home'
+    result, rows = stream_run(home, tmp_path / 'first', system='sandbox:hbv4',
+                              env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (rows['triad_bw']['check_perf_result'],
+            rows['triad_bw']['verdict_basis']) == ('pass', 'published')
+    out = make_baseline(home, tmp_path / 'baselines')
+    result, rows = stream_run(home, tmp_path / 'second',
+                              'stream_c_omp2_20M_cpu_quota_10pct.out', out,
+                              system='sandbox:hbv4', env=env)
+    assert result.returncode != 0, result.stdout + result.stderr
+    triad = rows['triad_bw']
+    assert (triad['check_perf_value'], triad['check_perf_result'],
+            triad['verdict_basis']) == (1190.4, 'fail', 'published')
+    reason = triad['check_fail_reason']
+    assert 'failed to meet reference' in reason
+    assert ('site baseline: triad_bw 1190.4 MB/s: 90.4% below the site '
+            'baseline 12,369.6 MB/s') in reason
+    # what it was judged against stays the published floor
+    assert triad['check_perf_ref'] == 8000
