@@ -156,6 +156,30 @@ def node_rows(env):
             {peers.group_of(r)[1:] for r in rows})
 
 
+# What differs between any two runs, or says how the job was pinned.
+PER_RUN = {'record_id', 'TimeGenerated', 'session_id', 'check_jobid',
+           'check_job_completion_time', 'check_hashcode',
+           'check_display_name', 'reframe_session'}
+
+
+def comparable(row):
+    params = {k: v for k, v in row['check_params'].items()
+              if k.lstrip('.') != 'pinned_nodes'}
+    return {**{k: v for k, v in row.items() if k not in PER_RUN
+               and not k.endswith('_unix')}, 'check_params': params}
+
+
+def changes(row: dict, other: dict) -> dict:
+    """What *row* says otherwise than *other*, one level into dicts."""
+    found = {}
+    for key in set(row) | set(other):
+        mine, theirs = row.get(key), other.get(key)
+        if mine != theirs:
+            found[key] = changes(mine, theirs) if isinstance(mine, dict) \
+                and isinstance(theirs, dict) else (mine, theirs)
+    return found
+
+
 def findings(summary):
     return sorted((f['node'], f['check'], f['metric'], f['verdict'],
                    f['basis'], f['reason']) for n in summary['nodes']
@@ -197,6 +221,22 @@ def test_a_batch_case_judges_each_node_as_one_node_cases_do(sandbox_env,
     assert broken[3] == 'fail' and broken[4] is None and 'thread' in broken[5]
     # the same rows, node by node, grouped the same way for peers
     assert node_rows(env) == node_rows(single_env)
+    # and every other column as a one-node job writes it
+    batch_rows = {(r['check_perf_var'], tuple(r['check_job_nodelist'])):
+                  comparable(r) for r in stored(env)
+                  if r['facility'] == 'reframe'}
+    single_rows = {(r['check_perf_var'], tuple(r['check_job_nodelist'])):
+                   comparable(r) for r in stored(single_env)
+                   if r['facility'] == 'reframe'}
+    assert set(batch_rows) == set(single_rows)
+    differ = {key: changes(row, single_rows[key])
+              for key, row in batch_rows.items()}
+    # (but a node whose output failed sanity: its row's method fingerprint
+    # and reference key are the batch's, read from a node that passed)
+    assert {key: d for key, d in differ.items() if d and key[1] != (BROKEN,)
+            } == {}
+    assert set(differ[('triad_bw', (BROKEN,))]) <= {'check_params',
+                                                     'reference_key'}
     values, _ = node_rows(env)
     assert {key[2] for key in values} == {(n,) for n in NODES if n != BROKEN}
     assert values[('StreamCheck', 'triad_bw', (SLOW,))][0] == 10382.9
@@ -244,3 +284,24 @@ def test_hpl_and_hpcg_batches_find_their_inputs_and_keep_their_reports(
     assert {r['check_num_tasks'] for r in rows} == {2}
     reports = list((tmp_path / 'rfm').rglob('fanout/*/HPCG-Benchmark*'))
     assert len(reports) == len(NODES)
+
+
+def test_an_nccl_batch_job_runs_eight_ranks_on_each_gpu_node(tmp_path):
+    """No GPU here: the job script of a batch of two ND H100 v5 nodes."""
+    from tests.test_gpu_checks import dry_run
+    dry_run(tmp_path, 'azure:ndv5', '-n', '^NcclSingleNode%collective=all_reduce',
+            '-P', 'pinned_nodes=nd-1,nd-2', '--param-values-delim', ';',
+            checks=('checks/gpu/nccl.py',))
+    [script] = [p for p in (tmp_path / 'rfm' / 'stage').rglob('rfm_job.sh')]
+    text = script.read_text()
+    for line in ('#SBATCH --ntasks=16', '#SBATCH --ntasks-per-node=8',
+                 '#SBATCH --gres=gpu:8', '#SBATCH --nodelist=nd-[1-2]'):
+        assert line in text, text
+    steps = re.findall(r'^\(cd fanout/(nd-\d) && srun --nodes=1 --ntasks=8 '
+                       r'--nodelist=(nd-\d) (.*) > step\.out 2> step\.err; '
+                       r'echo \$\? > exit_code\) &$', text, re.M)
+    assert [(a, b) for a, b, _ in steps] == [('nd-1', 'nd-1'),
+                                             ('nd-2', 'nd-2')]
+    # the check's own command, unchanged, on each node
+    assert steps[0][2] == steps[1][2] and 'all_reduce_perf' in steps[0][2]
+    assert '\nwait\n' in text

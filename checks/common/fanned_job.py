@@ -39,6 +39,8 @@ class FansOut(ParsedOutput):
     nodes_not_measured = variable(typ.Dict[str, str], value={})
     #: Perf variable -> the node it measured ('triad_bw@hb-3' -> 'hb-3').
     metric_nodes = variable(typ.Dict[str, str], value={})
+    #: The check's own perf variables (name -> unit), each measured per node.
+    node_metrics = variable(typ.Dict[str, str], value={})
     #: Ranks of each node's step (its row's check_num_tasks, as a one-node
     #: job's); 0 = not fanned out.
     step_ranks = variable(int, value=0)
@@ -164,12 +166,18 @@ class FansOut(ParsedOutput):
         target = self.current_partition.fullname
         table = {}
         per_node = {}
+        passed = self.passed_nodes()
         for name, function in self.perf_variables.items():
-            for node in self.passed_nodes():
+            self.node_metrics[name] = function.unit
+            # the nodes that measured nothing get rows too (no value), as
+            # their one-node cases would (config/results/records.py)
+            for node in self.fanned_groups:
                 var = fan_out.node_var(name, node)
-                per_node[var] = sn.make_performance_function(
-                    self._value_on(node, lambda f=function: sn.evaluate(f)),
-                    function.unit)
+                if node in passed:
+                    per_node[var] = sn.make_performance_function(
+                        self._value_on(node,
+                                       lambda f=function: sn.evaluate(f)),
+                        function.unit)
                 self.metric_nodes[var] = node
                 self._copy_facts(name, var)
                 reference = self._reference_of(target, name)
@@ -202,8 +210,10 @@ class FansOut(ParsedOutput):
 
     def _copy_facts(self, name: str, var: str) -> None:
         """What a row of *var* says about its metric, as for *name*."""
+        # (reference_differences stay by metric: check_params holds them
+        # whole, as a one-node case's row does)
         for facts in ('reference_sources', 'metric_reference_keys',
-                      'reference_differences', 'metric_devices'):
+                      'metric_devices'):
             found = getattr(self, facts, None)
             if found is not None and name in found:
                 found[var] = found[name]

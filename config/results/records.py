@@ -138,7 +138,45 @@ def _check_facts(check) -> dict:
                                  or {})
     facts['health_rows'] = list(getattr(check, 'health_rows', None) or [])
     facts['health_notes'] = dict(getattr(check, 'health_notes', None) or {})
+    # The site baseline's verdicts (checks/common/site_baselines.py)
+    # (an unreadable baseline file fails the test itself, saying which)
+    verdicts = getattr(check, 'site_baseline_verdicts', None)
+    try:
+        facts['baseline_verdicts'] = verdicts() if callable(verdicts) else {}
+    except ValueError:
+        facts['baseline_verdicts'] = {}
     return facts
+
+
+PUBLISHED, SITE_BASELINE = 'published', 'site_baseline'
+
+
+def with_site_baseline(values: dict, verdict: dict | None) -> dict:
+    """The row judged on both bases, the published reference and the site
+    baseline (neither replaces the other): it fails when either fails, and
+    ``verdict_basis`` names the basis that failed (published when both did;
+    its reason then says both). A metric only the baseline judges carries
+    the baseline's value, bounds and source as what it was judged against."""
+    published = values.get('check_perf_result')
+    if published in ('pass', 'fail'):
+        values['verdict_basis'] = PUBLISHED
+    if not verdict:
+        return values
+    reason = values.get('check_fail_reason') or ''
+    if verdict['fail'] and verdict['reason'] not in reason:
+        values['check_fail_reason'] = '; '.join(
+            filter(None, [reason, verdict['reason']]))
+    if published == 'fail':
+        return values
+    if verdict['fail'] or published != 'pass':
+        values['check_perf_result'] = 'fail' if verdict['fail'] else 'pass'
+        values['verdict_basis'] = SITE_BASELINE
+    if values['verdict_basis'] == SITE_BASELINE and published != 'pass':
+        values.update({'check_perf_ref': verdict['value'],
+                       'check_perf_lower_thres': verdict['lower'],
+                       'check_perf_upper_thres': verdict['upper'],
+                       'reference_source': verdict['source']})
+    return values
 
 
 def _with_health_notes(values: dict, facts: dict) -> dict:
@@ -178,6 +216,7 @@ def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
         node = health.get('node')
         row_facts = {**facts, 'job_nodes': [node] if node else [],
                      'metric_devices': {}, 'metric_peaks': {},
+                     'baseline_verdicts': {},
                      'reference_sources': {health['metric']:
                                            health.get('source') or None},
                      'check_params': {**facts.get('check_params', {}),
@@ -261,6 +300,8 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     if node and facts.get('step_ranks'):
         values['check_num_tasks'] = facts['step_ranks']  # as a one-node job
     values.update(_fingerprint(facts, values['check_job_nodelist']))
+    values = with_site_baseline(values,
+                                facts.get('baseline_verdicts', {}).get(var))
     return make_row(_with_health_notes(values, facts))
 
 
@@ -298,7 +339,10 @@ def _rows_by_var(record, session_id: str) -> dict[str, dict]:
     check = attrs.get('__rfm_check__')
     perfvalues = getattr(check, 'perfvalues', None) or {}
     var = attrs.get('check_perf_var')
-    if check is None or var is None or not perfvalues:
+    # a batch case where no node passed still has a row per node and metric
+    unmeasured = _unmeasured_node_attrs(attrs, check) if check is not None \
+        else {}
+    if check is None or ((var is None or not perfvalues) and not unmeasured):
         cached = attrs.get(ROW_ATTR)
         if cached is None:
             cached = _row_values(attrs, session_id, _check_facts(check))
@@ -308,11 +352,78 @@ def _rows_by_var(record, session_id: str) -> dict[str, dict]:
     key = attrs.get('check_jobid')
     if key not in cache:
         facts = _check_facts(check)
+        siblings = _sibling_attrs(attrs, perfvalues)
+        facts['metric_nodes'] = {**facts['metric_nodes'],
+                                 **{var: node for var, (node, _) in
+                                    unmeasured.items()}}
+        siblings.update({var: sibling for var, (_, sibling) in
+                         unmeasured.items()})
         cache[key] = {name: _row_values(sibling, session_id, facts)
-                      for name, sibling in
-                      _sibling_attrs(attrs, perfvalues).items()}
+                      for name, sibling in siblings.items()}
         cache[key].update(_health_rows(attrs, session_id, facts))
+        if facts['metric_nodes']:
+            _node_results(cache[key])
     return cache[key]
+
+
+def _node_outcomes(check) -> dict[str, str]:
+    """node -> why it measured nothing or failed sanity, for the nodes of
+    a batch case (checks/common/fanned_job.py) that gave no values."""
+    return {**(getattr(check, 'nodes_not_measured', None) or {}),
+            **(getattr(check, 'node_failures', None) or {})}
+
+
+def _unmeasured_node_attrs(attrs: dict, check) -> dict[str, tuple]:
+    """perf variable -> (node, its record attributes) for every metric of
+    every batch node without a value: a row with no value, the reference
+    and the node's own failure, as its one-node case logs."""
+    outcomes = _node_outcomes(check)
+    if not outcomes:
+        return {}
+    metrics = dict(getattr(check, 'node_metrics', None)
+                   or getattr(check, 'perf_metrics', None) or {})
+    target = check.current_partition.fullname
+    found = {}
+    for node, reason in outcomes.items():
+        for name, unit in metrics.items():
+            var = f'{name}@{node}'
+            ref = _reference(check, target, var) or \
+                _reference(check, target, name) or (None, None, None)
+            found[var] = (node, {
+                **attrs, 'check_perf_var': var, 'check_perf_value': None,
+                'check_perf_ref': ref[0], 'check_perf_lower_thres': ref[1],
+                'check_perf_upper_thres': ref[2], 'check_perf_unit': unit,
+                'check_perf_result': None, 'check_result': 'fail',
+                'check_fail_reason': reason})
+    return found
+
+
+def _reference(check, target: str, var: str):
+    try:
+        return check.reference[f'{target}:{var}']
+    except (KeyError, TypeError):
+        return None
+
+
+def _node_results(rows: dict[str, dict]) -> None:
+    """A batch case's rows say each node's own outcome (check_result and
+    check_fail_reason), as its one-node (or one-pair) case would: a node
+    with a failing value fails with the case's reason, a node without one
+    passes."""
+    by_node: dict[tuple, list[dict]] = {}
+    for row in rows.values():
+        nodes = row.get('check_job_nodelist') or []
+        if nodes:
+            by_node.setdefault(tuple(nodes), []).append(row)
+    for node_rows in by_node.values():
+        perf = [r for r in node_rows if r['facility'] == 'reframe']
+        failed = any(r['check_perf_result'] == 'fail' or (
+            r['check_result'] == 'fail' and r['check_perf_value'] is None)
+            for r in perf)
+        for row in node_rows:
+            row['check_result'] = 'fail' if failed else 'pass'
+            if not failed and row['facility'] == 'reframe':
+                row['check_fail_reason'] = None
 
 
 def row_from_log_record(record, session_id: str) -> dict:
