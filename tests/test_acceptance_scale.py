@@ -37,8 +37,8 @@ def test_ten_thousand_nodes_plan_in_batches_of_bounded_arguments():
     assert {len(pin) for pin in batch_pins[:-1]} == {plan.NODE_BATCH}
     assert all(p.names == plan.FANOUT_CHECKS for p in phases[:fanned])
     # the others: every node in exactly one one-node pin
-    assert [pin[0] for p in phases if p.tag == 'one' for pin in p.pins] \
-        == nodes
+    assert [pin[0] for p in phases if (p.scope, p.tag) == ('node', 'one')
+            for pin in p.pins] == nodes
     assert [pin for p in phases if (p.scope, p.tag) == ('pair', 'one')
             for pin in p.pins] == plan.ring_pairs(nodes)
     # the batched pair checks: every ring pair once, in the ring's order
