@@ -64,7 +64,7 @@ def _under_ci():
 
 @pytest.fixture(scope='session')
 def slurm_sandbox(tmp_path_factory):
-    """The four-node Slurm sandbox, started once for the session (as the CLI does).
+    """The Slurm sandbox, started once for the session (as the CLI does).
 
     Skipped where it cannot run (not root, packages missing), except under CI,
     where that is a failure. CLUSTERPROOF_TEST_SANDBOX_DIR picks its state

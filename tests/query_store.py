@@ -3,7 +3,7 @@ clusters of two SKUs over a week, written the way ReFrame sessions write
 it (one file per session under results/YYYY-MM-DD/).
 
 What it holds, so that every shipped query has something to find:
-- prod-eastus (HBv4, partition hbv4, nodes hb-1..hb-4): STREAM triad on
+- prod-eastus (HBv4, partition hbv4, nodes hb-1..hb-5): STREAM triad on
   every node every day (reference 700000 MB/s, -10%); on the last day hb-3
   reads 560000 MB/s and fails: the bad node. OSU latency (µs, no published
   reference) between hb-1 and hb-2, 1.7 µs until the last day's 2.4 µs: a
@@ -30,7 +30,7 @@ NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
 DAYS = 7
 HB_SKU = 'Standard_HB176rs_v4'
 ND_SKU = 'Standard_ND96isr_H100_v5'
-HB_NODES = ['hb-1', 'hb-2', 'hb-3', 'hb-4']
+HB_NODES = ['hb-1', 'hb-2', 'hb-3', 'hb-4', 'hb-5']
 ND_NODES = ['nd-1', 'nd-2', 'nd-3']
 HCAS = ['mlx5_ib0', 'mlx5_ib1']
 DUPLICATED = 'stream-0-hb-2'

@@ -1,4 +1,4 @@
-"""`clusterproof acceptance` for real on the four-node sandbox Slurm: one
+"""`clusterproof acceptance` for real on the five-node sandbox Slurm: one
 node's STREAM stand-in replays a real but throttled output, one node's HCA
 is missing for the perftest stand-in, a tool is missing, the scheduler is
 unreachable; plus the planning and judging rules on their own."""
@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from scripts.acceptance import plan, session, slurm, verdicts
+from scripts.cli import sandbox
 from tests.helpers import DATA, REPO, STANDINS, stored_rows, suite_env
 
-NODES = ['sb-n1', 'sb-n2', 'sb-n3', 'sb-n4']
+NODES = list(sandbox.NODES)
 LOW_STREAM = DATA / 'stream' / 'stream_c_omp2_20M_cpu_quota_10pct.out'
 SANDBOX_REFERENCES = DATA / 'acceptance' / 'references'
 STREAM_ONLY = ['--checks', 'checks/cpu/stream.py', '--exclude',
@@ -36,7 +37,7 @@ def test_ring_pairs_give_every_node_two_partners():
     assert plan.ring_pairs(['a', 'b']) == [('a', 'b')]
     pairs = plan.ring_pairs(NODES)
     assert pairs == [('sb-n1', 'sb-n2'), ('sb-n2', 'sb-n3'),
-                     ('sb-n3', 'sb-n4'), ('sb-n4', 'sb-n1')]
+                     ('sb-n3', 'sb-n4'), ('sb-n4', 'sb-n5'), ('sb-n5', 'sb-n1')]
     for node in NODES:
         partners = {b if a == node else a for a, b in pairs if node in (a, b)}
         assert len(partners) == 2
@@ -60,9 +61,10 @@ def test_collectives_run_once_over_every_node():
     options = plan.reframe_options(phases[2], plan.Selection(checks=['c']),
                                    'r.json', 'prefix', retries=0)
     # every node, as one Slurm host range
-    assert options[options.index('-P') + 1] == 'pinned_nodes=sb-n[1-4]'
-    assert 'OsuCollective.num_nodes=4' in options
-    assert 'NcclMultiNode.num_nodes=4' in options
+    assert options[options.index('-P') + 1] == \
+        f'pinned_nodes={sandbox.NODE_LIST}'
+    assert f'OsuCollective.num_nodes={len(NODES)}' in options
+    assert f'NcclMultiNode.num_nodes={len(NODES)}' in options
     whole = plan.reframe_options(phases[3], plan.Selection(checks=['c']),
                                  'r.json', 'prefix', retries=0)
     assert 'OsuCollective' in whole[whole.index('-x') + 1]
@@ -103,8 +105,7 @@ def test_a_node_failing_with_two_partners_is_the_bad_one():
                        'sanity error: IB device not found'
                        if 'sb-n2' in (a, b) else None)
              for a, b in plan.ring_pairs(NODES)]
-    assert judge(cases, NODES) == {'sb-n2': 'bad', 'sb-n1': 'good',
-                                   'sb-n3': 'good', 'sb-n4': 'good'}
+    assert judge(cases, NODES) == expected('good', {'sb-n2': 'bad'})
 
 
 def test_one_failing_pair_cannot_say_which_node():
@@ -171,6 +172,11 @@ def acceptance(env, *args, timeout=600):
     return result, summary
 
 
+def expected(verdict, others=None):
+    """Every sandbox node's verdict: *verdict*, or the one *others* gives."""
+    return {node: (others or {}).get(node, verdict) for node in NODES}
+
+
 def verdict_of(summary):
     return {n['node']: n['verdict'] for n in summary['nodes']}
 
@@ -183,7 +189,7 @@ def node_state(node):
 def all_idle(timeout=60):
     """Whether every node is idle (a resumed node is 'idle*' for a moment)."""
     deadline = time.monotonic() + timeout
-    while [node_state(n) for n in NODES] != ['idle'] * 4:
+    while [node_state(n) for n in NODES] != ['idle'] * len(NODES):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.5)
@@ -217,8 +223,7 @@ def test_low_stream_node_is_named_with_its_numbers(sandbox_env):
                                  '--', '-S', 'array_size=20000000')
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
-    assert verdict_of(summary) == {'sb-n3': 'bad', 'sb-n1': 'good',
-                                   'sb-n2': 'good', 'sb-n4': 'good'}
+    assert verdict_of(summary) == expected('good', {'sb-n3': 'bad'})
     table = out[re.search(r'^node +check +metric', out, re.M).start():]
     first = table.splitlines()[1].split()
     assert first[0] == 'sb-n3' and first[1] == 'StreamCheck'
@@ -228,8 +233,8 @@ def test_low_stream_node_is_named_with_its_numbers(sandbox_env):
     # re-measured once before being judged; the good nodes ran once
     attempts = {n['node']: {f['attempts'] for f in n['findings']}
                 for n in summary['nodes']}
-    assert attempts == {'sb-n3': {2}, 'sb-n1': {1}, 'sb-n2': {1},
-                        'sb-n4': {1}}
+    assert attempts == {node: {2 if node == 'sb-n3' else 1}
+                        for node in NODES}
     # the rows name the node the job ran on, as the job recorded it
     rows = [r for r in stored(env) if r['check_perf_var'] == 'triad_bw']
     by_node = {tuple(r['check_job_nodelist']): r for r in rows}
@@ -247,8 +252,7 @@ def test_bad_hca_is_blamed_on_its_node_then_drained(sandbox_env):
     result, summary = acceptance(env, *args, '--dry-run',
                                  *PAIR_REFRAME_ARGS)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert verdict_of(summary) == {'sb-n2': 'bad', 'sb-n1': 'good',
-                                   'sb-n3': 'good', 'sb-n4': 'good'}
+    assert verdict_of(summary) == expected('good', {'sb-n2': 'bad'})
     assert 'would run: scontrol update nodename=sb-n2 state=drain' \
         in result.stdout
     assert 'IB device mlx5_ib0 not found' in result.stdout
@@ -271,7 +275,7 @@ def test_missing_tool_is_not_measured_and_never_drained(sandbox_env):
     assert result.returncode == 1, result.stdout + result.stderr
     assert verdict_of(summary) == {n: 'not_measured' for n in NODES}
     assert 'drained' not in result.stdout
-    assert [node_state(n) for n in NODES] == ['idle'] * 4
+    assert [node_state(n) for n in NODES] == ['idle'] * len(NODES)
     rows = [r for r in stored(sandbox_env)
             if r['check_perf_result'] == 'not_measured']
     assert sorted(r['check_job_nodelist'][0] for r in rows) == NODES
@@ -298,7 +302,8 @@ def test_a_job_no_node_can_hold_is_skipped_not_measured(sandbox_env):
 def test_a_job_still_pending_is_given_up_not_measured(sandbox_env):
     # Every node busy with another job: --max-pending gives up the wait.
     blocker = subprocess.run(
-        ['sbatch', '--parsable', '-p', 'hbv4', '-N', '4', '--exclusive',
+        ['sbatch', '--parsable', '-p', 'hbv4', '-N', str(len(NODES)),
+         '--exclusive',
          '-o', '/dev/null', '--wrap', 'sleep 600'], env=sandbox_env,
         capture_output=True, text=True, check=True).stdout.strip()
     try:
@@ -328,7 +333,7 @@ def test_broken_scheduler_exits_2_and_drains_nothing(sandbox_env, tmp_path):
     assert 'the run itself broke; no node is judged' in result.stdout
     assert summary['nodes'] == [] and summary['drain'] == []
     assert summary['broken']
-    assert [node_state(n) for n in NODES] == ['idle'] * 4
+    assert [node_state(n) for n in NODES] == ['idle'] * len(NODES)
 
 
 def test_without_slurm_it_says_so_and_a_skip_is_not_measured(tmp_path):

@@ -1,5 +1,5 @@
 """Acceptance judges every node against its peers, for real on the
-four-node sandbox Slurm, with no reference configured: one node's STREAM
+five-node sandbox Slurm, with no reference configured: one node's STREAM
 stand-in replays a real output 16% below the others; then every node
 replays the same failure (a setup error), which is the partition's; then
 a site baseline built from one run judges the next, both ways."""
@@ -11,8 +11,10 @@ from pathlib import Path
 from scripts.query.runner import Runner
 from tests.helpers import DATA, REPO
 from tests.test_acceptance import (NODES, STREAM_ONLY, acceptance,  # noqa: F401
-                                   node_state, sandbox_env, stored,
+                                   expected, node_state, sandbox_env, stored,
                                    verdict_of)
+
+PEERS = len(NODES) - 1
 
 BUSY_STREAM = DATA / 'stream' / 'stream_c_omp2_20M_busy_vm.out'
 ONE_THREAD_STREAM = DATA / 'stream' / 'stream_c_omp1_10M.out'
@@ -33,11 +35,10 @@ def test_a_node_below_its_peers_fails_on_basis_peers(sandbox_env):
                                  *SANDBOX_METHOD)
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
-    assert verdict_of(summary) == {'sb-n3': 'bad', 'sb-n1': 'good',
-                                   'sb-n2': 'good', 'sb-n4': 'good'}
+    assert verdict_of(summary) == expected('good', {'sb-n3': 'bad'})
     assert re.search(r"^sb-n3 +StreamCheck +triad_bw +10382\.9 MB/s +12369\.6 "
-                     r"MB/s +bad +peers: 16\.1% below the 3 peers' median "
-                     r"12,369\.6 MB/s$", out, re.M), out
+                     rf"MB/s +bad +peers: 16\.1% below the {PEERS} peers' "
+                     r"median 12,369\.6 MB/s$", out, re.M), out
     assert re.search(r"^would run: scontrol update nodename=sb-n3 "
                      r"state=drain .*StreamCheck copy_bw=9048 MB/s peers' "
                      r"median 11422 MB/s", out, re.M), out
@@ -75,11 +76,12 @@ def test_a_node_below_its_peers_fails_on_basis_peers(sandbox_env):
     outliers = runner.run('node_outliers').records()
     assert {r['record_id'] for r in outliers if r['outlier']} == failed
     assert {r['variant'] for r in outliers} == {'StreamCheck'}
-    assert all(r['peers'] == 3 for r in outliers)
+    assert all(r['peers'] == PEERS for r in outliers)
     latest = {r['node']: r for r in runner.run('latest_by_node').records()}
     assert latest['sb-n3']['check_result'] == 'fail'
     assert latest['sb-n3']['verdict_basis'] == 'peers'
-    assert "below the 3 peers' median" in latest['sb-n3']['check_fail_reason']
+    assert f"below the {PEERS} peers' median" in \
+        latest['sb-n3']['check_fail_reason']
     assert latest['sb-n1']['check_result'] == 'pass'
     summary_rows = runner.run('run_summary').records()
     assert ['peers'] in [r['failed_on'] for r in summary_rows]
@@ -98,12 +100,14 @@ def test_the_same_failure_on_every_node_is_the_partitions(sandbox_env):
     [shared] = summary['partition_findings']
     assert shared['partition'] == 'sandbox:hbv4'
     assert shared['reason'] == (
-        'configuration or software (4 of 4 nodes): sanity error: wrong '
+        f'configuration or software ({len(NODES)} of {len(NODES)} nodes): '
+        'sanity error: wrong '
         'thread count: STREAM counted 1 OpenMP threads, the test asked for 2')
     assert re.search(r'^sandbox:hbv4 \(whole\) +StreamCheck .* fail +'
-                     r'configuration or software \(4 of 4 nodes\)', out, re.M)
+                     rf'configuration or software \({len(NODES)} of '
+                     rf'{len(NODES)} nodes\)', out, re.M)
     assert 'drained' not in out and summary['drain'] == []
-    assert [node_state(n) for n in NODES] == ['idle'] * 4
+    assert [node_state(n) for n in NODES] == ['idle'] * len(NODES)
     rows = [r for r in stored(env) if r['facility'] ==
             'clusterproof-acceptance']
     assert [(r['check_result'], r['check_job_nodelist']) for r in rows] == \
@@ -130,26 +134,28 @@ def test_a_site_baseline_judges_the_next_run_both_ways(sandbox_env,
              if r['check_perf_var'] == 'triad_bw'}
     assert key.startswith('triad_bw|HB176rs_v4|array_size=20000000,')
     assert re.search(rf'^sandbox +StreamCheck +{re.escape(key)} +- +'
-                     r'12369\.6 MB/s +11132\.6\.\.13606\.6 +1 +4 +new$',
+                     rf'12369\.6 MB/s +11132\.6\.\.13606\.6 +1 +{len(NODES)} '
+                     r'+new$',
                      made.stdout, re.M), made.stdout
     assert 'health' not in made.stdout
 
     # the next run: one node 16% low, one 75% above (another real run of
-    # the same binary); too few nodes for peers (--min-peers 5), so only
-    # the baseline can tell
+    # the same binary); too few peers (--min-peers one more than there
+    # are), so only the baseline can tell
     env = {**env, 'CLUSTERPROOF_BASELINES': str(out),
            'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N3': str(BUSY_STREAM),
            'CLUSTERPROOF_REPLAY_STREAM_C_EXE_SB_N2': str(HIGH_STREAM)}
-    result, summary = acceptance(env, *ARGS, '--min-peers', '5',
+    result, summary = acceptance(env, *ARGS, '--min-peers', str(len(NODES)),
                                  *SANDBOX_METHOD)
     out_text = result.stdout
     assert result.returncode == 1, out_text + result.stderr
-    assert verdict_of(summary) == {'sb-n2': 'bad', 'sb-n3': 'bad',
-                                   'sb-n1': 'good', 'sb-n4': 'good'}
+    assert verdict_of(summary) == expected('good', {'sb-n2': 'bad',
+                                                    'sb-n3': 'bad'})
     assert re.search(r'^sb-n3 +StreamCheck +triad_bw +10382\.9 MB/s +'
                      r'12369\.6 MB/s +bad +site baseline: 16\.1% below the '
                      r'site baseline 12,369\.6 MB/s \(bound 11,132\.6 MB/s; '
-                     r'site baseline: 1 runs on 4 nodes, ', out_text, re.M), \
+                     rf'site baseline: 1 runs on {len(NODES)} nodes, ',
+                     out_text, re.M), \
         out_text
     assert re.search(r'^sb-n2 +StreamCheck +triad_bw +21682\.3 MB/s .* '
                      r'above the site baseline 12,369\.6 MB/s', out_text,
@@ -157,11 +163,18 @@ def test_a_site_baseline_judges_the_next_run_both_ways(sandbox_env,
     bases = {f['basis'] for n in summary['nodes'] for f in n['findings']
              if f['verdict'] == 'fail'}
     assert bases == {'site_baseline'}
-    rows = [r for r in stored(env) if r['judged_record_id']
-            and r['session_id'] == summary['session_id']]
-    assert {r['verdict_basis'] for r in rows} == {'site_baseline'}
-    assert sorted({r['check_job_nodelist'][0] for r in rows}) == \
+    # the ReFrame run judged its rows against the baseline as it wrote
+    # them (CLUSTERPROOF_BASELINES reaches it): they carry the verdict, and
+    # acceptance adds no verdict row for it
+    rows = stored(env)
+    assert not [r for r in rows if r['judged_record_id']
+                and r['session_id'] == summary['session_id']]
+    failed = [r for r in rows if r['check_perf_result'] == 'fail'
+              and r['facility'] == 'reframe']
+    assert {r['verdict_basis'] for r in failed} == {'site_baseline'}
+    assert sorted({r['check_job_nodelist'][0] for r in failed}) == \
         ['sb-n2', 'sb-n3']
+    assert all('site baseline: ' in r['check_fail_reason'] for r in failed)
 
 
 def test_confirm_blames_only_a_node_that_fails_every_attempt(sandbox_env,
@@ -179,8 +192,7 @@ def test_confirm_blames_only_a_node_that_fails_every_attempt(sandbox_env,
                                  *SANDBOX_METHOD)
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
-    assert verdict_of(summary) == {'sb-n1': 'bad', 'sb-n2': 'good',
-                                   'sb-n3': 'good', 'sb-n4': 'good'}
+    assert verdict_of(summary) == expected('good', {'sb-n1': 'bad'})
     assert 'confirming 2 node(s) of sandbox:hbv4 (attempt 1 of 2): ' \
         'StreamCheck' in out
     assert 'confirming 1 node(s) of sandbox:hbv4 (attempt 2 of 2)' in out
@@ -218,12 +230,45 @@ def test_a_suspect_pair_re_run_with_a_good_partner_blames_the_right_node(
     assert re.search(r'^re-pairing 1 suspect pair\(s\) of sandbox:hbv4 with '
                      r'a good partner: sb-n1,sb-n3, sb-n2,sb-n3$', out,
                      re.M), out
-    assert verdict_of(summary) == {'sb-n2': 'bad', 'sb-n1': 'good',
-                                   'sb-n3': 'good', 'sb-n4': 'good'}
+    assert verdict_of(summary) == expected('good', {'sb-n2': 'bad'})
     bad = next(n for n in summary['nodes'] if n['node'] == 'sb-n2')
     assert {f['partner'] for f in bad['findings']
             if f['verdict'] == 'fail'} == {'sb-n1', 'sb-n3'}
     assert (state / 'perftest-SB_N2.runs').read_text() == '3'
+
+
+def test_confirm_re_runs_a_node_bad_from_pairs_with_a_good_partner(
+        sandbox_env, tmp_path):
+    # sb-n2's HCA is missing on both its ring runs (with sb-n1 and sb-n3:
+    # bad from pairs), then back: with a good partner it passes, and is
+    # good; a node whose HCA stays missing fails again, and stays bad.
+    from tests.test_acceptance import PAIR_REFRAME_ARGS, PERFTEST_PAIR_ONLY
+    args = ['--system', 'sandbox', '--partition', 'hbv4',
+            *PERFTEST_PAIR_ONLY, '--confirm', '1', *PAIR_REFRAME_ARGS]
+    for hcas, verdict in (('mlx5_ib1:mlx5_ib1:mlx5_ib0', 'good'),
+                          ('mlx5_ib1:mlx5_ib1:mlx5_ib1', 'bad')):
+        state = tmp_path / f'state-{verdict}'
+        state.mkdir()
+        env = {**sandbox_env, 'CLUSTERPROOF_STANDIN_STATE': str(state),
+               'CLUSTERPROOF_STANDIN_HCAS_SB_N2': hcas}
+        result, summary = acceptance(env, *args)
+        out = result.stdout
+        assert result.returncode == (0 if verdict == 'good' else 1), \
+            out + result.stderr
+        pair = re.search(r'^confirming 1 node\(s\) of sandbox:hbv4 with a '
+                         r'good partner \(attempt 1\): (sb-n\d,sb-n\d)$',
+                         out, re.M).group(1).split(',')
+        # a partner it did not fail with
+        assert 'sb-n2' in pair and not {'sb-n1', 'sb-n3'} & set(pair)
+        assert verdict_of(summary) == expected('good', {'sb-n2': verdict})
+        mine = [f for n in summary['nodes'] for f in n['findings']
+                if n['node'] == 'sb-n2' and f['verdict'] == 'fail']
+        assert {f['partner'] for f in mine} == {'sb-n1', 'sb-n3'}
+        assert {tuple(f['confirmations']) for f in mine} == {
+            ('pass',) if verdict == 'good' else ('fail',)}
+        assert all(bool(f['set_aside']) == (verdict == 'good') for f in mine)
+        # two ring runs and the confirmation
+        assert (state / 'perftest-SB_N2.runs').read_text() == '3'
 
 
 def drain_reason(node):

@@ -71,12 +71,13 @@ def test_baseline_over_thirty_days_writes_two_sided_entries_with_sources(
         ['nccl.yaml', 'osu.yaml', 'stream.yaml']
     entries = baseline.read([out])
     triad = entries[TRIAD_KEY]
-    # 4 nodes x 30 days, hb-3's failed last day left out
+    # 5 nodes x 30 days, hb-3's failed last day left out
+    nodes = len(query_store.HB_NODES)
     values = sorted(700000.0 + 4000.0 * i + 1000.0 * d for d in range(30)
-                    for i in range(4) if (d, i) != (29, 2))
+                    for i in range(nodes) if (d, i) != (29, 2))
     assert triad.value == values[len(values) // 2]
     assert triad.lower == -triad.upper and triad.upper >= 0.10
-    assert triad.source.startswith('site baseline: 30 runs on 4 nodes, ')
+    assert triad.source.startswith(f'site baseline: 30 runs on {nodes} nodes, ')
     assert f'median {triad.value:.6g} MB/s' in triad.source
     assert triad.command == 'clusterproof baseline --since 30d --out ' + \
         str(out)
@@ -147,3 +148,33 @@ def test_usage_errors(month, monkeypatch, capsys):
     home, _ = month
     assert clusterproof(monkeypatch, home, 'baseline') == 2
     assert '--out DIR is needed' in capsys.readouterr().err
+
+
+def test_workspace_gives_the_entries_the_local_store_gives(month, tmp_path,
+                                                           fake_azure):
+    # the loopback Log Analytics answers its query API by running the KQL
+    # it receives on the same store (tests/test_query_cli.py's cloud_env)
+    from tests.test_cli import cli
+    from tests.test_query_cli import cloud_env, local_env
+    home, _ = month
+    here, there = tmp_path / 'here', tmp_path / 'there'
+    done = cli('baseline', '--since', '30d', '--out', str(here),
+               env=local_env(home))
+    assert done.returncode == 0, done.stderr
+    env = cloud_env(home, fake_azure, workspace=False)
+    done = cli('baseline', '--since', '30d', '--out', str(there),
+               '--workspace', fake_azure.workspace_id, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [(sent, timespan)] = fake_azure.queries
+    # the shipped results query, its window (--since) in the KQL itself
+    assert sent.startswith('// name: results - ') and timespan is None
+    assert '| where completed >= datetime(' in sent
+    assert fake_azure.token_requests >= 1
+
+    def entries(directory):
+        return {key: {**e.as_yaml(), 'command': None}
+                for key, e in baseline.read([directory]).items()}
+    assert entries(there) == entries(here)
+    assert TRIAD_KEY in entries(there)
+    assert baseline.read([there])[TRIAD_KEY].command.endswith(
+        f'--workspace {fake_azure.workspace_id}')

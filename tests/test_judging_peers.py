@@ -18,7 +18,7 @@ def brute_force(values, lower, rule):
     found = []
     for i, value in enumerate(values):
         others = sorted(values[:i] + values[i + 1:])
-        if len(values) < rule.min_nodes:
+        if len(others) < rule.min_peers:
             found.append(False)
             continue
         median = others[(len(others) - 1) // 2]
@@ -49,9 +49,19 @@ def test_leave_one_out_median_and_mad_match_the_definition(seed):
 
 
 def test_fifteen_percent_below_fails_the_others_pass():
-    values = [12369.6, 12100.0, 12480.2, 0.85 * 12369.6]
+    values = [12369.6, 12100.0, 12480.2, 12250.1, 0.85 * 12369.6]
     judged = peers.judge_group(values, False, peers.Rule())
-    assert [fail for *_, fail in judged] == [False, False, False, True]
+    assert [fail for *_, fail in judged] == [False] * 4 + [True]
+
+
+def test_four_peers_at_least_the_node_itself_not_counted():
+    # four nodes are three peers each: not judged by default
+    values = [12369.6, 12100.0, 12480.2, 0.5 * 12369.6]
+    judged = peers.judge_group(values, False, peers.Rule())
+    assert [(count, median, fail) for count, median, _, fail in judged] \
+        == [(3, None, False)] * 4
+    judged = peers.judge_group(values, False, peers.Rule(min_peers=3))
+    assert [fail for *_, fail in judged] == [False] * 3 + [True]
 
 
 def test_direction_comes_from_the_metric():
@@ -67,12 +77,12 @@ def test_direction_comes_from_the_metric():
 
 
 def test_identical_peers_leave_the_tolerance_alone_to_decide():
-    judged = peers.judge_group([100.0, 100.0, 100.0, 89.0], False,
+    judged = peers.judge_group([100.0, 100.0, 100.0, 100.0, 89.0], False,
                                peers.Rule())
-    assert judged[3][2] == 0 and judged[3][3] is True
-    judged = peers.judge_group([100.0, 100.0, 100.0, 91.0], False,
+    assert judged[4][2] == 0 and judged[4][3] is True
+    judged = peers.judge_group([100.0, 100.0, 100.0, 100.0, 91.0], False,
                                peers.Rule())
-    assert judged[3][3] is False
+    assert judged[4][3] is False
 
 
 def test_a_wide_spread_needs_the_z_score_too():
@@ -130,9 +140,9 @@ def test_python_and_kql_agree_on_the_realistic_store(realistic):
     rows, runner = realistic
     assert assert_agree(rows, runner) == {('stream-6-hb-3', 'hb-3')}
     # three ND nodes per HCA: judged only with a smaller minimum, per device
-    flagged = assert_agree(rows, runner, peers.Rule(min_nodes=3))
+    flagged = assert_agree(rows, runner, peers.Rule(min_peers=2))
     assert ('stream-6-hb-3', 'hb-3') in flagged
-    judged = [r for r in outliers(runner, peers.Rule(min_nodes=3))
+    judged = [r for r in outliers(runner, peers.Rule(min_peers=2))
               if r['check_perf_var'] == 'bw_avg']
     assert {r['device'] for r in judged} == set(query_store.HCAS)
     assert all(r['peers'] == len(query_store.ND_NODES) - 1 for r in judged)
@@ -155,9 +165,11 @@ def acceptance_rows(nodes, values, session='acc-1', metric='triad_bw',
 
 
 def test_pinned_acceptance_rows_are_one_group_in_both(tmp_path):
-    nodes = ['sb-n1', 'sb-n2', 'sb-n3', 'sb-n4']
-    rows = acceptance_rows(nodes, [12369.6, 12100.0, 0.8 * 12369.6, 12480.2])
-    rows += acceptance_rows(nodes, [1.7, 1.71, 1.69, 2.2], metric='latency',
+    nodes = ['sb-n1', 'sb-n2', 'sb-n3', 'sb-n4', 'sb-n5']
+    rows = acceptance_rows(nodes, [12369.6, 12100.0, 0.8 * 12369.6, 12480.2,
+                                   12250.1])
+    rows += acceptance_rows(nodes, [1.7, 1.71, 1.69, 2.2, 1.72],
+                            metric='latency',
                             unit='us', session='acc-2')
     session = store.SessionFile('20261130T020000Z-acc', tmp_path / 'results')
     session.append_rows(rows)
@@ -169,7 +181,7 @@ def test_pinned_acceptance_rows_are_one_group_in_both(tmp_path):
 def test_the_kql_rule_settings_follow_the_python_rule():
     text = peers.kql_with_rule(library.shipped()['node_outliers'].text,
                                peers.Rule(0.05, 2.5, 6))
-    assert 'let min_nodes = 6;' in text and 'let max_robust_z = 2.5;' in text
+    assert 'let min_peers = 6;' in text and 'let max_robust_z = 2.5;' in text
     assert 'let max_worse_pct = 5.0;' in text
     assert peers.kql_with_rule(library.shipped()['node_outliers'].text,
                                peers.Rule()) == \
@@ -193,12 +205,13 @@ def test_judging_a_large_run_is_fast():
 def test_leave_one_out_medians_agree_on_groups_of_every_size(tmp_path):
     """node_outliers takes each member's peers' median and MAD from two
     order statistics of its group (no member-by-member pairing): groups of
-    4 to 13 members, even and odd, with repeated values and ties at the
-    middle, must come out exactly as peers.judge_group's."""
+    4 to 14 members (4: too few peers to judge), even and odd, with
+    repeated values and ties at the middle, must come out exactly as
+    peers.judge_group's."""
     import random
     rand = random.Random(7)
     rows = []
-    for size in range(4, 14):
+    for size in range(4, 15):
         for shape in range(3):
             nodes = [f'n{size:02d}-{i:02d}' for i in range(size)]
             if shape == 0:      # few distinct values: ties everywhere

@@ -144,7 +144,7 @@ def test_node_outliers_after_the_quick_start_says_why_it_is_empty(quick_start):
                           quick_start.cwd)
     assert result.stdout == '(no rows)\n'
     assert result.stderr.startswith('clusterproof query: no rows: no run '
-                                    'measured a metric on 4 or more nodes')
+                                    'measured a metric on 5 or more nodes')
 
 
 def test_the_report_example(quick_start):

@@ -61,14 +61,14 @@ def test_node_outliers_finds_the_one_bad_node(runner):
     assert [(r['node'], r['check_perf_var'], r['cluster']) for r in outliers] \
         == [('hb-3', 'triad_bw', 'prod-eastus')]
     [bad] = outliers
-    # its three peers, itself left out of their median
-    assert bad['value'] == 560000.0 and bad['peers'] == 3
+    # its four peers, itself left out of their median
+    assert bad['value'] == 560000.0 and bad['peers'] == 4
     assert bad['peer_median'] == 710000.0
     assert bad['worse_pct'] > 10 and bad['robust_z'] < -3.5
 
 
-def test_node_outliers_needs_four_nodes(runner):
-    # three ND nodes: too few to judge (tests/test_judging_peers.py judges
+def test_node_outliers_needs_four_peers(runner):
+    # three ND nodes (two peers each): too few to judge (tests/test_judging_peers.py judges
     # them with a smaller minimum, each HCA apart)
     rows = [r for r in runner.run('node_outliers').records()
             if r['check_perf_var'] == 'bw_avg']
@@ -96,7 +96,7 @@ def test_run_summary_counts_tests_nodes_and_not_measured(runner):
     rows = {r['session_id']: r for r in runner.run('run_summary').records()}
     east = rows['20261120T020000Z-eastus']
     assert (east['tests_run'], east['tests_passed'], east['tests_failed'],
-            east['nodes_covered']) == (5, 4, 1, 4)
+            east['nodes_covered']) == (6, 5, 1, 5)
     assert east['slowest_metric'] == 'StreamCheck triad_bw'
     assert east['slowest_pct_of_reference'] == 80.0
     west = rows['20261120T020000Z-westeu']

@@ -121,7 +121,7 @@ def test_chromium_renders_charts_and_tables(report, tmp_path):
     assert '560,000 MB/s' in regressions and 'below baseline' in regressions
     # what changed on the node, beside the bad node and its regression
     changed = ("hb-3: kernel_version 5.15.0-1053-azure -> 5.15.0-1061-azure "
-               "(25% of the SKU's nodes)")
+               "(20% of the SKU's nodes)")
     assert changed in bad_nodes and changed in regressions
     captions = ' '.join(text for stack, text in dom.texts
                         if any(t == 'figcaption' for t, _, _ in stack))

@@ -52,11 +52,13 @@ def sacct_rows(job_id):
     return {row.split('|')[0]: row.split('|')[1:] for row in out.splitlines()}
 
 
-def test_all_four_nodes_idle_in_both_partitions(slurm_sandbox):
+def test_all_nodes_idle_in_both_partitions(slurm_sandbox):
     assert wait_until(lambda: sandbox.node_states(slurm_sandbox.dir)
-                      == {f'sb-n{i}': 'idle' for i in range(1, 5)})
+                      == {node: 'idle' for node in sandbox.NODES})
     out = slurm('sinfo', '-h', '-o', '%P %D %t %N')
-    assert out.split('\n')[:2] == ['hbv4* 4 idle sb-n[1-4]', 'ndv5 4 idle sb-n[1-4]']
+    count = len(sandbox.NODES)
+    assert out.split('\n')[:2] == [f'hbv4* {count} idle sb-n[1-{count}]',
+                                   f'ndv5 {count} idle sb-n[1-{count}]']
 
 
 def test_srun_spans_the_two_nodes(slurm_sandbox):

@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from scripts.cli import sandbox
 from tests.helpers import (REPO, STANDINS, benchmark_rows, read_data,
                            run_reframe, stored_rows)
 
@@ -101,7 +102,7 @@ def test_hpcc_runs_for_real_across_both_nodes(cpu_mpi_run):
         assert measured[name] > 0, name
     # the two nodes the job recorded (not ReFrame's first sacct poll)
     nodes = hpcc[0]['check_job_nodelist']
-    assert len(set(nodes)) == 2 and set(nodes) <= {f'sb-n{i}' for i in range(1, 5)}
+    assert len(set(nodes)) == 2 and set(nodes) <= set(sandbox.NODES)
     assert hpcc[0]['check_num_tasks'] == 2
 
 

@@ -9,6 +9,7 @@ import pytest
 import subprocess
 import time
 
+from checks.storage.ior import file_system_of
 from config.results import records
 from tests.helpers import (REPO, STANDINS, benchmark_rows, run_reframe,
                            stored_rows)
@@ -46,6 +47,12 @@ def test_ior_on_sandbox_slurm(partition, slurm_sandbox, fake_azure,
     assert result.returncode == 0, output
     stored = stored_rows(tmp_path / 'home')
     rows = benchmark_rows(stored)
+    shared = os.path.join(slurm_sandbox.env['CLUSTERPROOF_SANDBOX_DIR'],
+                          'shared')
+    file_system = file_system_of(subprocess.run(
+        ['findmnt', '-n', '-o', 'FSTYPE,TARGET', '-T', shared],
+        capture_output=True, text=True).stdout)
+    assert file_system
     assert {row['check_perf_var']: row['check_perf_value'] for row in rows} \
         == {'write_bandwidth_mib': 613.91, 'read_bandwidth_mib': 12827.84}
     for row in rows:
@@ -66,6 +73,10 @@ def test_ior_on_sandbox_slurm(partition, slurm_sandbox, fake_azure,
         # the recording's size, not the 1.5 GiB asked for)
         assert params['data_moved_mib'] == {'write': 64.0, 'read': 64.01}
         assert row['reference_key'].split('|')[3] == '2n'
+        # the file system the job wrote on, as findmnt says here (the
+        # sandbox's nodes are this host): part of the key
+        assert params['file_system'] == file_system
+        assert f'file_system={file_system}' in row['reference_key']
     if partition == 'hbv4':
         # The job records its nodes (ReFrame's first sacct poll may hold
         # only the first one): the rows name both, as accounting does.

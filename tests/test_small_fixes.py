@@ -65,7 +65,7 @@ def test_an_empty_answer_says_why(tmp_path):
     runner = Runner(results_dir=tmp_path / 'results')
     assert runner.run(outliers).rows == []
     assert empty.reason(runner, outliers).startswith(
-        'no run measured a metric on 4 or more nodes')
+        'no run measured a metric on 5 or more nodes')
     assert empty.reason(runner, library.resolve('trends')) is None
 
 

@@ -36,15 +36,15 @@ def _nccl(node: str, index: int, driver: str, value: float) -> dict:
 def _new_vm_on_the_bad_host() -> dict:
     return {
         'TimeGenerated': GROWN_AT.isoformat(),
-        'record_id': 'stream-grown-hb-5', 'session_id': 'grown-eastus',
+        'record_id': 'stream-grown-hb-6', 'session_id': 'grown-eastus',
         'facility': 'reframe', 'data_version': records.DATA_VERSION,
         'cluster': 'prod-eastus', 'check_system': 'azure',
         'check_partition': 'hbv4', 'vm_sku': query_store.HB_SKU,
-        'check_name': 'StreamCheck_5', 'check_display_name': 'StreamCheck',
+        'check_name': 'StreamCheck_6', 'check_display_name': 'StreamCheck',
         'check_perf_var': 'triad_bw', 'check_perf_value': 555000.0,
         'check_perf_unit': 'MB/s', 'check_perf_ref': 700000.0,
         'check_perf_lower_thres': -0.1, 'check_perf_result': 'fail',
-        'check_job_nodelist': ['hb-5'],
+        'check_job_nodelist': ['hb-6'],
         **query_store.fingerprint('hb-3', newer_kernel=True)}
 
 
@@ -86,15 +86,16 @@ def test_the_driver_that_changed_is_named_with_its_fleet_share(grown):
 
 def test_a_host_that_fails_again_under_a_new_vm_name_is_visible(grown):
     found = changes(grown)
-    host = found[('hb-5', 'physical_host')]
+    host = found[('hb-6', 'physical_host')]
     assert host['after'] == query_store.fingerprint('hb-3')['physical_host']
     assert host['host_failed_before_as'] == 'hb-3'
     # a VM that never passed shows only its host, not every field
-    assert [k for k in found if k[0] == 'hb-5'] == [('hb-5', 'physical_host')]
+    assert [k for k in found if k[0] == 'hb-6'] == [('hb-6', 'physical_host')]
     kernel = found[('hb-3', 'kernel_version')]
     assert (kernel['before'], kernel['after'], kernel['nodes_on'],
             kernel['fleet_nodes']) == (query_store.KERNEL,
-                                       query_store.NEW_KERNEL, 2, 5)
+                                       query_store.NEW_KERNEL, 2,
+                                       len(query_store.HB_NODES) + 1)
 
 
 def test_error_counters_are_higher_is_worse(grown, tmp_path):

@@ -10,6 +10,7 @@ from .job_nodes import JobNodes
 from .node_fit import FitsPartition
 from .parsed_output import ParsedOutput
 from .progress import ReportsProgress
+from .site_baselines import SiteBaselines
 from .sku_references import SkuReferences
 from .time_limit import TimeLimited
 from .vm_size import VmSize
@@ -17,8 +18,9 @@ from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
-                    ExternalTool, JobNodes, VmSize, HealthSampling,
-                    TimeLimited, FitsPartition, ReportsProgress):
+                    SiteBaselines, ExternalTool, JobNodes, VmSize,
+                    HealthSampling, TimeLimited, FitsPartition,
+                    ReportsProgress):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

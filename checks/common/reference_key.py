@@ -89,9 +89,11 @@ FINGERPRINTS = {
     'hpcg': {'fields': ('nx', 'ny', 'nz', 'runtime', 'ranks_per_node',
                         'threads_per_rank'), 'identity': ()},
     'hpcc': {'fields': ('problem_size', 'ranks_per_node'), 'identity': ()},
+    # the file system ('lustre:/lustre'): another one is another measurement
     'ior': {'fields': ('api', 'block_size', 'transfer_size', 'segments',
-                       'file_per_process', 'direct_io', 'tasks_per_node'),
-            'identity': ('api',)},
+                       'file_per_process', 'direct_io', 'tasks_per_node',
+                       'file_system'),
+            'identity': ('api', 'file_system')},
     'mpi_stage': {'fields': ('file_size_mib',), 'identity': ()},
 }
 

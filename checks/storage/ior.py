@@ -12,8 +12,14 @@ O_DIRECT (``-S direct_io=true``) is the other way to defeat the cache on
 one node. A run whose read may come from the page cache (one node, no
 O_DIRECT) is recorded without a verdict. On the local system it is a quick
 smoke run.
+
+The number is the file system's, so the file system is part of the run's
+reference key (``file_system``: its type and mount point as the job saw
+them, ``findmnt -T``): two file systems never share a published reference
+or a site baseline.
 """
 import math
+import os
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
@@ -31,6 +37,10 @@ DEFAULT_TASKS_PER_NODE = 8
 #: Each node writes this many times its memory (before stonewalling)
 MEMORY_MULTIPLE = 1.5
 SMOKE_SEGMENTS = 16
+#: Where the job writes what findmnt says of the test directory
+FILE_SYSTEM_FILE = 'clusterproof_ior_file_system.txt'
+#: Characters the reference key uses as separators
+_KEY_SEPARATORS = str.maketrans({',': '_', '|': '_', '=': '_'})
 
 
 def size_bytes(text: str) -> int:
@@ -49,6 +59,17 @@ def segments_beyond_memory(memory_gib: float, tasks_per_node: int,
     times its memory."""
     per_task = MEMORY_MULTIPLE * memory_gib * 2 ** 30 / tasks_per_node
     return max(1, math.ceil(per_task / size_bytes(block_size)))
+
+
+def file_system_of(findmnt_output: str) -> str:
+    """``findmnt -n -o FSTYPE,TARGET -T DIR`` -> 'lustre:/lustre' ('' when
+    it said nothing usable)."""
+    for line in findmnt_output.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and parts[1].strip().startswith('/'):
+            fstype, target = parts[0], parts[1].strip()
+            return f'{fstype}:{target}'.translate(_KEY_SEPARATORS)
+    return ''
 
 
 def cache_defeat(num_nodes: int, direct_io: bool) -> str:
@@ -94,11 +115,14 @@ class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
     #: MiB each phase moved (write, read), from IOR's summary (filled by
     #: the check): with a stonewall, what was written, not what was asked
     data_moved_mib = variable(typ.Dict[str, float], value={})
+    #: The file system of the test files, as the job saw it ('nfs:/shared';
+    #: filled from the job's findmnt; '' before the run or in a dry run)
+    file_system = variable(str, value='')
     recorded_variables = ['api', 'block_size', 'transfer_size', 'segments',
                           'file_per_process', 'direct_io',
                           'stonewall_seconds', 'num_nodes', 'tasks_per_node',
                           'page_cache_defeat', 'data_moved_mib',
-                          'size_profile']
+                          'size_profile', 'file_system']
 
     def ranks_per_node(self) -> int:
         cores = self.partition_extra('cores_per_node', 1)
@@ -129,7 +153,18 @@ class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
                 'segments': self.segments,
                 'file_per_process': self.file_per_process,
                 'direct_io': self.direct_io,
-                'tasks_per_node': self.num_tasks_per_node}
+                'tasks_per_node': self.num_tasks_per_node,
+                'file_system': self.recorded_file_system()}
+
+    def recorded_file_system(self) -> str:
+        if not self.file_system and self.stagedir:
+            try:
+                with open(os.path.join(self.stagedir,
+                                       FILE_SYSTEM_FILE)) as fp:
+                    self.file_system = file_system_of(fp.read(4096))
+            except OSError:
+                pass
+        return self.file_system
 
     @run_after('sanity')
     def record_data_moved(self):
@@ -151,7 +186,10 @@ class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
     @run_before('run')
     def set_command_line(self):
         directory = self.scratch_dir()
-        self.prerun_cmds += [JOB_TAG_COMMAND, f'mkdir -p "{directory}"']
+        self.prerun_cmds += [
+            JOB_TAG_COMMAND, f'mkdir -p "{directory}"',
+            f'findmnt -n -o FSTYPE,TARGET -T "{directory}" '
+            f'> {FILE_SYSTEM_FILE} || true']
         self.postrun_cmds += [f'rm -rf "{directory}"']
         options = ['-a', self.api, '-w', '-r', '-C', '-e', '-g',
                    '-b', self.block_size, '-t', self.transfer_size,

@@ -132,7 +132,45 @@ def _check_facts(check) -> dict:
                                  or {})
     facts['health_rows'] = list(getattr(check, 'health_rows', None) or [])
     facts['health_notes'] = dict(getattr(check, 'health_notes', None) or {})
+    # The site baseline's verdicts (checks/common/site_baselines.py)
+    # (an unreadable baseline file fails the test itself, saying which)
+    verdicts = getattr(check, 'site_baseline_verdicts', None)
+    try:
+        facts['baseline_verdicts'] = verdicts() if callable(verdicts) else {}
+    except ValueError:
+        facts['baseline_verdicts'] = {}
     return facts
+
+
+PUBLISHED, SITE_BASELINE = 'published', 'site_baseline'
+
+
+def with_site_baseline(values: dict, verdict: dict | None) -> dict:
+    """The row judged on both bases, the published reference and the site
+    baseline (neither replaces the other): it fails when either fails, and
+    ``verdict_basis`` names the basis that failed (published when both did;
+    its reason then says both). A metric only the baseline judges carries
+    the baseline's value, bounds and source as what it was judged against."""
+    published = values.get('check_perf_result')
+    if published in ('pass', 'fail'):
+        values['verdict_basis'] = PUBLISHED
+    if not verdict:
+        return values
+    reason = values.get('check_fail_reason') or ''
+    if verdict['fail'] and verdict['reason'] not in reason:
+        values['check_fail_reason'] = '; '.join(
+            filter(None, [reason, verdict['reason']]))
+    if published == 'fail':
+        return values
+    if verdict['fail'] or published != 'pass':
+        values['check_perf_result'] = 'fail' if verdict['fail'] else 'pass'
+        values['verdict_basis'] = SITE_BASELINE
+    if values['verdict_basis'] == SITE_BASELINE and published != 'pass':
+        values.update({'check_perf_ref': verdict['value'],
+                       'check_perf_lower_thres': verdict['lower'],
+                       'check_perf_upper_thres': verdict['upper'],
+                       'reference_source': verdict['source']})
+    return values
 
 
 def _with_health_notes(values: dict, facts: dict) -> dict:
@@ -172,6 +210,7 @@ def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
         node = health.get('node')
         row_facts = {**facts, 'job_nodes': [node] if node else [],
                      'metric_devices': {}, 'metric_peaks': {},
+                     'baseline_verdicts': {},
                      'reference_sources': {health['metric']:
                                            health.get('source') or None},
                      'check_params': {**facts.get('check_params', {}),
@@ -233,6 +272,8 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'reframe_version': attrs.get('version'),
     })
     values.update(_fingerprint(facts, values['check_job_nodelist']))
+    values = with_site_baseline(values,
+                                facts.get('baseline_verdicts', {}).get(var))
     return make_row(_with_health_notes(values, facts))
 
 

@@ -1,9 +1,9 @@
-"""The four-node Slurm sandbox of `scripts/clusterproof sandbox start`.
+"""The five-node Slurm sandbox of `scripts/clusterproof sandbox start`.
 
 Never picked by hostname: select it with ``--system sandbox`` (or RFM_SYSTEM)
 after ``source <sandbox dir>/env``. Partitions mirror the sandbox's Slurm
 partitions, named like the Azure SKU families they stand in for; both hold the
-same four CPU-only nodes (sb-n1 to sb-n4, 2 cores each) on this one host.
+same five CPU-only nodes (sb-n1 to sb-n5, 2 cores each) on this one host.
 ``hbv4-squeue`` is the same Slurm partition polled with squeue instead of sacct.
 """
 import os
@@ -42,7 +42,7 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
         'launcher': 'srun',
         'access': [f'--partition={slurm_partition}'],
         'environs': ['builtin', 'openmpi'],
-        'max_jobs': 4,
+        'max_jobs': 5,
         'processor': {'num_cpus': CORES_PER_NODE},
         'env_vars': [list(pair) for pair in OPEN_MPI_ENV],
         'features': ['cpu'],
@@ -50,7 +50,7 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
             'vm_sku': vm_sku,
             'cores_per_node': CORES_PER_NODE,
             'memory_gib': MEMORY_GIB,
-            # Four nodes share this host's cores: a memory-sized HPCC takes
+            # Five nodes share this host's cores: a memory-sized HPCC takes
             # longer than its time limit here (-S size_profile=full for it).
             'size_profile': 'smoke',
             'shared_fs': os.path.join(SANDBOX_DIR, 'shared'),
@@ -65,7 +65,7 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
 
 system = {
     'name': 'sandbox',
-    'descr': 'Local four-node Slurm sandbox (scripts/clusterproof sandbox)',
+    'descr': 'Local five-node Slurm sandbox (scripts/clusterproof sandbox)',
     'hostnames': ['^clusterproof-sandbox$'],
     'modules_system': 'nomod',
     'partitions': [

@@ -1,27 +1,34 @@
 """Re-measure before blame (`--confirm N`): the checks a node failed on any
 basis run again in a pinned session of their own, up to N times, and the
-node is bad only if it fails every attempt. Peer and baseline failures are
-known only after a session, so ReFrame's own retries (--retry-failed)
-cannot re-measure them; this can. The new value is held against the same
+node is bad only if it fails every attempt. Peer failures are known only
+after a session, so ReFrame's own retries (--retry-failed) cannot
+re-measure them; this can. The new value is held against the same
 peers (their median and spread from the first run) and the same baseline
-and published reference; each attempt's verdict is kept on the finding."""
+and published reference; each attempt's verdict is kept on the finding.
+
+A node bad from pair checks (it failed with two partners) re-runs its
+failing pair checks with a partner that passed (repair.py's choice): it is
+bad only if it fails with that partner too, every attempt; when it passes,
+its pair failures (and their partners' side of the same runs) are set
+aside."""
 from __future__ import annotations
 
 from collections import defaultdict
 
-from . import judge, plan, verdicts
+from . import judge, plan, repair, verdicts
 
 PASSED = 'passed when measured again'
 
 
-def _failing(node_verdicts) -> dict[str, dict[str, list]]:
-    """{partition: {node: [its failing node-scope findings]}} of bad nodes."""
+def _failing(node_verdicts, scope: str = 'node'
+             ) -> dict[str, dict[str, list]]:
+    """{partition: {node: [its failing *scope* findings]}} of bad nodes."""
     wanted: dict[str, dict[str, list]] = defaultdict(dict)
     for v in node_verdicts:
         if v.verdict != verdicts.BAD:
             continue
         found = [f for f in v.findings if f.verdict == verdicts.FAIL
-                 and f.scope == 'node' and not f.set_aside]
+                 and f.scope == scope and not f.set_aside]
         if found:
             wanted[v.partition][v.node] = found
     return wanted
@@ -30,8 +37,9 @@ def _failing(node_verdicts) -> dict[str, dict[str, list]]:
 def _now_fails(old: verdicts.Finding, new: list[verdicts.Finding],
                decided: dict[str, judge.Decided]) -> tuple[bool, str]:
     """Whether the re-measured check still fails where *old* failed."""
-    same = [f for f in new if f.check == old.check
-            and f.metric == old.metric and f.node == old.node]
+    same = [f for f in new if f.check == old.check and f.node == old.node
+            # a check that failed as a whole (sanity) against all it measured
+            and (old.metric is None or f.metric == old.metric)]
     if not same:
         return True, 'not measured'
     if any(f.verdict == verdicts.FAIL for f in same):
@@ -46,6 +54,42 @@ def _now_fails(old: verdicts.Finding, new: list[verdicts.Finding],
     return False, verdicts.PASS
 
 
+def _classes(targets: dict[str, list]) -> list[str]:
+    return sorted({verdicts.class_name({'name': f.check})
+                   for found in targets.values() for f in found})
+
+
+def _pair_phase(partition: str, targets: dict[str, list], judged,
+                findings: list, attempt: int, say) -> plan.Phase | None:
+    """Each bad node with a good partner it has not failed with, for its
+    failing pair checks."""
+    pins = []
+    for node, found in sorted(targets.items()):
+        partner = repair.good_partner(partition, judged, findings,
+                                      set(targets) | {f.partner for f in found})
+        if partner is None:
+            say(f'{partition}: no good partner to confirm {node} with')
+            continue
+        pins.append(tuple(sorted((node, partner))))
+    if not pins:
+        return None
+    system, _, name = partition.partition(':')
+    say(f'confirming {len(pins)} node(s) of {partition} with a good partner '
+        f'(attempt {attempt}): {", ".join(",".join(p) for p in pins)}')
+    return plan.Phase(system, name, 'pair', pins,
+                      names=tuple(_classes(targets)),
+                      tag=f'confirm-pairs-{attempt}', rerun=True)
+
+
+def _set_aside_pair(old: verdicts.Finding, findings: list) -> None:
+    """The partner's side of the run that *old* failed passes with it."""
+    for f in findings:
+        if f.scope == 'pair' and f.node == old.partner and \
+                f.partner == old.node and f.check == old.check and \
+                f.jobid == old.jobid and f.verdict == verdicts.FAIL:
+            f.set_aside = PASSED
+
+
 def confirm(attempts: int, findings: list, decided: list, nodes: dict,
             run_phase, measure, say) -> list:
     """Run up to *attempts* confirmation sessions; set aside the failures
@@ -55,26 +99,34 @@ def confirm(attempts: int, findings: list, decided: list, nodes: dict,
     by_record = {d.row['record_id']: d for d in decided}
     more = []
     for attempt in range(1, attempts + 1):
-        wanted = _failing(verdicts.node_verdicts(findings, nodes))
-        if not wanted:
+        judged = verdicts.node_verdicts(findings, nodes)
+        wanted, pairs = _failing(judged), _failing(judged, 'pair')
+        if not wanted and not pairs:
             break
         results = []
         for partition, targets in sorted(wanted.items()):
             system, _, name = partition.partition(':')
-            classes = sorted({verdicts.class_name({'name': f.check})
-                              for found in targets.values() for f in found})
+            classes = _classes(targets)
             say(f'confirming {len(targets)} node(s) of {partition} '
                 f'(attempt {attempt} of {attempts}): {", ".join(classes)}')
             results.append(run_phase(plan.Phase(
                 system, name, 'node', [(n,) for n in sorted(targets)],
                 names=tuple(classes), tag=f'confirm-{attempt}', rerun=True)))
+        for partition, targets in sorted(pairs.items()):
+            phase = _pair_phase(partition, targets, judged, findings,
+                                attempt, say)
+            if phase is not None:
+                results.append(run_phase(phase))
+        if not results:
+            break
         new, new_decided = measure(results)
         more += new_decided
-        for targets in wanted.values():
+        for targets in [*wanted.values(), *pairs.values()]:
             for found in targets.values():
                 for old in found:
                     fails, what = _now_fails(old, new, by_record)
                     old.confirmations.append(what)
                     if not fails:
                         old.set_aside = PASSED
+                        _set_aside_pair(old, findings)
     return more

@@ -128,10 +128,12 @@ def failing_findings(decided: list[Decided],
 def verdict_rows(decided: list[Decided], session_id: str) -> list[dict]:
     """A verdict row for every failure decided after the run (a pass adds
     nothing the judged row does not say, and 1,000 nodes x 50 metrics
-    would double the store)."""
+    would double the store); the site baseline's are on the judged rows
+    themselves, written by the ReFrame run (checks/common/
+    site_baselines.py)."""
     return [summary.verdict_row(d.row, session_id, FAIL, d.basis, d.reason,
                                 d.reference)
-            for d in decided if d.fail]
+            for d in decided if d.fail and d.basis != SITE_BASELINE]
 
 
 def _unit(f: Finding) -> frozenset:

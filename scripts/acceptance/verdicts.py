@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from checks.common import site_baseline
 from config.results import records
 
 from .plan import scope_of
@@ -183,6 +184,14 @@ def _bound_missed(value, ref, lower, upper) -> str:
     return 'outside the reference'
 
 
+def failed_on_site_baseline(case: dict) -> bool:
+    """Whether the case failed on the site baseline alone
+    (checks/common/site_baselines.py): judged per metric from its rows
+    after the run (judge.baseline_judgements), not one failure per node."""
+    return case.get('fail_phase') == 'performance' and \
+        f'{site_baseline.LABEL}: ' in str(case.get('fail_reason') or '')
+
+
 def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
     """One finding per node (and metric) of one test case."""
     scope = scope_of(class_name(case))
@@ -204,7 +213,8 @@ def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
             continue
         metrics = _metric_findings(case, where)
         if case.get('result') == 'fail' and not any(
-                f.verdict == FAIL for f in metrics):
+                f.verdict == FAIL for f in metrics) and \
+                not failed_on_site_baseline(case):
             # the tool ran and reported an error (sanity)
             metrics.append(Finding(**where, verdict=FAIL, reason=str(
                 case.get('fail_reason') or 'failed').strip()))

@@ -90,10 +90,11 @@ def add_parser(subparsers):
                              'deviation) is beyond Z (default '
                              f'{peers.DEFAULT_Z_LIMIT:g})')
     parser.add_argument('--min-peers', type=int,
-                        default=peers.DEFAULT_MIN_NODES, metavar='N',
-                        help='judge against peers only groups of at least N '
-                             'nodes, the node included (default '
-                             f'{peers.DEFAULT_MIN_NODES})')
+                        default=peers.DEFAULT_MIN_PEERS, metavar='N',
+                        help='judge a node against its peers only where at '
+                             'least N other nodes measured the same (the '
+                             'node itself not counted; default '
+                             f'{peers.DEFAULT_MIN_PEERS})')
     parser.add_argument('--power-up', action='store_true',
                         help='let Slurm start powered-down (idle~) nodes '
                              'for the run; what it costs is printed first '
@@ -126,8 +127,8 @@ def _settings(values: list[str], what: str) -> dict[str, float]:
 def peer_rules(args) -> peers.Rules:
     tolerances = _settings(args.peer_tolerance, '--peer-tolerance')
     limits = _settings(args.peer_z, '--peer-z')
-    if args.min_peers < 2:
-        raise ValueError('--min-peers must be 2 or more')
+    if args.min_peers < 1:
+        raise ValueError('--min-peers must be 1 or more')
 
     def rule(test: str) -> peers.Rule:
         return peers.Rule(

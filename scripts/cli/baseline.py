@@ -24,11 +24,12 @@ def add_parser(subparsers):
                     'cluster, test, reference key (metric, SKU or '
                     'system:partition, method, node count) and device, the '
                     'median after iterative outlier removal, with two-sided '
-                    'bounds (+-max(10%%, 3.5 robust standard deviations)) and '
+                    'bounds (+-max(10%, 3.5 robust standard deviations)) and '
                     'its source. Writes <family>.yaml files into --out; '
-                    f'point {baseline.SETTING} at that directory and '
-                    'acceptance judges against it beside the published '
-                    'references (both are checked). A value that moved since '
+                    f'point {baseline.SETTING} at that directory and every '
+                    'ReFrame run (acceptance too) judges its rows against it '
+                    'beside the published references (both are checked). '
+                    'A value that moved since '
                     'the baseline already in --out is shown old -> new.')
     add_selection_arguments(parser)
     parser.add_argument('--out', type=Path, metavar='DIR',

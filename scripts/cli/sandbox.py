@@ -1,11 +1,12 @@
-"""`clusterproof sandbox start|stop|status`: a four-node Slurm cluster on this host.
+"""`clusterproof sandbox start|stop|status`: a five-node Slurm cluster on this host.
 
 Everything lives under one state directory and listens on 127.0.0.1 (slurmdbd too
 where this host's name resolves to loopback; it has no bind option). There is no
 systemd: each daemon is started directly, as root, and stopped through its pid file.
 Accounting (slurmdbd on a private MariaDB) is on because ReFrame's `slurm` scheduler
-polls sacct. The four nodes are four slurmd processes (`slurmd -N`) on this one host
-(four, so that acceptance runs can pair every node with two different partners).
+polls sacct. The five nodes are five slurmd processes (`slurmd -N`) on this one host
+(five, so that acceptance runs pair every node with two different partners and judge
+every node against at least four peers, the node itself not counted).
 """
 
 import json
@@ -25,8 +26,8 @@ from scripts.cli import repo
 from scripts.cli.sandbox_cgroup import local_cgroup_problem
 
 CLUSTER = 'sandbox'
-NODES = ('sb-n1', 'sb-n2', 'sb-n3', 'sb-n4')
-NODE_LIST = 'sb-n[1-4]'
+NODES = ('sb-n1', 'sb-n2', 'sb-n3', 'sb-n4', 'sb-n5')
+NODE_LIST = 'sb-n[1-5]'
 PARTITIONS = ('hbv4', 'ndv5')  # the first one is the default partition
 CORES_PER_NODE = 2
 START_TIMEOUT_S = 90
@@ -611,9 +612,9 @@ def status(directory, say=print):
 
 def add_parser(subparsers):
     parser = subparsers.add_parser(
-        'sandbox', help='run a four-node Slurm cluster on this host (root, loopback only)',
+        'sandbox', help='run a five-node Slurm cluster on this host (root, loopback only)',
         description='Start, stop or inspect a local Slurm cluster (slurmctld, slurmdbd with '
-                    'MariaDB, four slurmd nodes sb-n1 to sb-n4, partitions hbv4 and ndv5) '
+                    'MariaDB, five slurmd nodes sb-n1 to sb-n5, partitions hbv4 and ndv5) '
                     'under one state directory. Needs root and the Debian packages that '
                     '`bash scripts/setup.sh --test` installs. `status` exits 1 when not '
                     'everything runs.')

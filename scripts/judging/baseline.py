@@ -4,8 +4,10 @@ replacing them).
 
 `clusterproof baseline` builds it from the store (build()), writes one
 ``<family>.yaml`` per check family into a directory, and the setting
-``CLUSTERPROOF_BASELINES`` (``:``-separated directories) points acceptance
-at it (Layer). An entry is found by the cluster, the test class, the row's
+``CLUSTERPROOF_BASELINES`` (``:``-separated directories) points ReFrame runs
+and acceptance at it (checks/common/site_baseline.py reads it; a plain
+ReFrame run judges its rows against it: site_baselines.py). An entry is
+found by the cluster, the test class, the row's
 reference key (metric, SKU or ``system:partition``, method fingerprint,
 node count, fabric) and the device: a sandbox that declares an Azure SKU
 keeps its own baseline under its own cluster.
@@ -25,19 +27,19 @@ import json
 import os
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from checks.common import site_baseline
 from checks.common.reference_key import local_sku, reference_key
+from checks.common.site_baseline import BASIS, SETTING, Entry, read  # noqa: F401
 from config.results.records import HEALTH_FACILITY
 from scripts.judging.peers import (DEFAULT_TOLERANCE, DEFAULT_Z_LIMIT,
                                    MAD_SCALE, VERDICT_FACILITY, completed,
                                    test_of)
 
-SETTING = 'CLUSTERPROOF_BASELINES'
-BASIS = 'site_baseline'
 DEFAULT_MIN_RUNS = 5
 MAX_ROUNDS = 20
 # check_params that say where or how often, not how: left out of the key.
@@ -108,41 +110,6 @@ def _derived_key(metric, vm_sku, system, partition, method, nodes) -> str:
 def entry_id(row: dict) -> tuple:
     return (row.get('cluster') or '', test_of(row), row_key(row),
             row.get('device') or '')
-
-
-@dataclass
-class Entry:
-    cluster: str
-    test: str
-    key: str
-    device: str
-    value: float
-    lower: float          # fractions of value, as ReFrame's thresholds
-    upper: float
-    unit: str
-    source: str
-    command: str
-    runs: int = 0
-    nodes: int = 0
-    first: str = ''
-    last: str = ''
-    spread: float = 0.0
-    dropped: int = 0
-    refused: str = ''     # why it is not written (too little history)
-    previous: float | None = None
-
-    @property
-    def id(self) -> tuple:
-        return (self.cluster, self.test, self.key, self.device)
-
-    def bounds(self) -> tuple[float, float]:
-        return (self.value * (1 + self.lower), self.value * (1 + self.upper))
-
-    def as_yaml(self) -> dict:
-        return {'cluster': self.cluster, 'test': self.test, 'key': self.key,
-                'device': self.device or None, 'value': self.value,
-                'lower': self.lower, 'upper': self.upper, 'unit': self.unit,
-                'source': self.source, 'command': self.command}
 
 
 def _day(when) -> str:
@@ -253,46 +220,18 @@ def write(entries: list[Entry], directory: Path) -> list[Path]:
     return written
 
 
-def read(directories) -> dict[tuple, Entry]:
-    """Every entry of every ``*.yaml`` in the directories (later wins)."""
-    entries = {}
-    for directory in directories:
-        for path in sorted(Path(directory).glob('*.yaml')):
-            try:
-                data = yaml.safe_load(path.read_text()) or {}
-                for item in data.get('baselines') or []:
-                    entry = Entry(
-                        item['cluster'], item['test'], item['key'],
-                        item.get('device') or '', float(item['value']),
-                        float(item['lower']), float(item['upper']),
-                        item.get('unit') or '', item.get('source', ''),
-                        item.get('command', ''))
-                    entries[entry.id] = entry
-            except (OSError, yaml.YAMLError, AttributeError, KeyError,
-                    TypeError, ValueError) as error:
-                raise ValueError(f'site baseline {path}: not a baseline '
-                                 f'file ({type(error).__name__}: {error})'
-                                 ) from None
-    return entries
+class Layer(site_baseline.Layer):
+    """The baselines acceptance judges against (CLUSTERPROOF_BASELINES),
+    found for stored rows."""
 
-
-@dataclass
-class Layer:
-    """The baselines acceptance judges against (CLUSTERPROOF_BASELINES)."""
-    entries: dict[tuple, Entry] = field(default_factory=dict)
-
-    @classmethod
-    def from_setting(cls) -> 'Layer':
-        dirs = [d for d in os.environ.get(SETTING, '').split(':') if d]
-        return cls(read(dirs))
-
-    def __post_init__(self):
-        self._tests = {(e.cluster, e.test) for e in self.entries.values()}
+    @functools.cached_property
+    def _tests(self) -> set[tuple[str, str]]:
+        return {(e.cluster, e.test) for e in self.entries.values()}
 
     def entry_for(self, row: dict) -> Entry | None:
         if (row.get('cluster') or '', test_of(row)) not in self._tests:
-            return None
-        return self.entries.get(entry_id(row))
+            return None   # no key to derive (the most rows, on a fleet)
+        return self.find(*entry_id(row))
 
 
 @dataclass(frozen=True)
@@ -304,18 +243,8 @@ class Verdict:
 
 
 def judge(row: dict, entry: Entry) -> Verdict:
-    value = float(row['check_perf_value'])
-    low, high = entry.bounds()
-    unit = f' {entry.unit}' if entry.unit else ''
-    if value < low or value > high:
-        side = 'below' if value < low else 'above'
-        off = abs(value - entry.value) / abs(entry.value) * 100 \
-            if entry.value else 0.0
-        bound = low if value < low else high
-        reason = (f'{off:.1f}% {side} the site baseline {entry.value:,.6g}'
-                  f'{unit} (bound {bound:,.6g}{unit}; {entry.source})')
-        return Verdict(row, entry, True, reason)
-    return Verdict(row, entry, False, '')
+    reason = site_baseline.missed(float(row['check_perf_value']), entry)
+    return Verdict(row, entry, bool(reason), reason)
 
 
 def judge_rows(rows, layer: Layer) -> list[Verdict]:

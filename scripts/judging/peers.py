@@ -5,8 +5,8 @@ and device.
 The rule (one definition; bicep/queries/node_outliers.kql says the same in
 KQL, and tests/test_judging_peers.py holds them to it on one store):
 
-- a group is judged when it has at least ``min_nodes`` members (default 4:
-  the node and three peers);
+- a member is judged when it has at least ``min_peers`` peers (default 4,
+  the node itself not counted: groups of 5 nodes or more);
 - a member's peers' median and median absolute deviation (MAD) leave the
   member itself out; the median is the nearest-rank 50th percentile (the
   lower middle value for an even count), which is what KQL's
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 MAD_SCALE = 1.4826   # x MAD estimates the standard deviation of a normal
 DEFAULT_TOLERANCE = 0.10
 DEFAULT_Z_LIMIT = 3.5
-DEFAULT_MIN_NODES = 4
+DEFAULT_MIN_PEERS = 4
 VERDICT_FACILITY = 'clusterproof-acceptance'
 
 # The parameters ReFrame appends to tell one node's copy of a test from
@@ -58,12 +58,12 @@ def lower_is_better(metric: str | None, unit: str | None) -> bool:
 class Rule:
     tolerance: float = DEFAULT_TOLERANCE
     z_limit: float = DEFAULT_Z_LIMIT
-    min_nodes: int = DEFAULT_MIN_NODES
+    min_peers: int = DEFAULT_MIN_PEERS
 
     def describe(self) -> str:
         return (f'worse than the peers\' median by more than '
                 f'{100 * self.tolerance:g}% and |robust z| > {self.z_limit:g}'
-                f' (at least {self.min_nodes} nodes)')
+                f' (at least {self.min_peers} peers)')
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def judge_group(values: list[float], lower: bool, rule: Rule
     against the others. O(n log n): the leave-one-out median takes at most
     two values, so the deviations are sorted once for each."""
     n = len(values)
-    if n < max(rule.min_nodes, 2):
+    if n - 1 < max(rule.min_peers, 1):
         return [(n - 1, None, None, False)] * n
     order = sorted(range(n), key=values.__getitem__)
     ranks = [0] * n
@@ -223,7 +223,7 @@ def judge_rows(rows, rules: Rules = Rules()) -> list[Judgement]:
 
 def kql_with_rule(text: str, rule: Rule) -> str:
     """node_outliers.kql with this rule's settings in its `let` lines."""
-    values = {'min_nodes': f'{rule.min_nodes:d}',
+    values = {'min_peers': f'{rule.min_peers:d}',
               'max_worse_pct': f'{100 * rule.tolerance!r}',
               'max_robust_z': f'{float(rule.z_limit)!r}'}
     for name, value in values.items():
