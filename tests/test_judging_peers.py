@@ -200,3 +200,32 @@ def test_judging_a_large_run_is_fast():
     assert time.perf_counter() - start < 3
     slow = {d.row['check_job_nodelist'][0] for d in decided if d.fail}
     assert len(slow) == 10
+
+
+def test_leave_one_out_medians_agree_on_groups_of_every_size(tmp_path):
+    """node_outliers takes each member's peers' median and MAD from two
+    order statistics of its group (no member-by-member pairing): groups of
+    4 to 14 members (4: too few peers to judge), even and odd, with
+    repeated values and ties at the middle, must come out exactly as
+    peers.judge_group's."""
+    import random
+    rand = random.Random(7)
+    rows = []
+    for size in range(4, 15):
+        for shape in range(3):
+            nodes = [f'n{size:02d}-{i:02d}' for i in range(size)]
+            if shape == 0:      # few distinct values: ties everywhere
+                values = [float(rand.choice([90, 100, 100, 110]))
+                          for _ in nodes]
+            elif shape == 1:    # one slow node among near-identical peers
+                values = [1000.0 + rand.randint(0, 3) for _ in nodes]
+                values[rand.randrange(size)] = 700.0
+            else:
+                values = [round(rand.gauss(500, 40), 1) for _ in nodes]
+            rows += acceptance_rows(nodes, values,
+                                    session=f'acc-{size}-{shape}')
+    session = store.SessionFile('20261130T020000Z-sizes', tmp_path / 'results')
+    session.append_rows(rows)
+    runner = Runner(results_dir=tmp_path / 'results')
+    flagged = assert_agree(rows, runner)
+    assert len({key[0].rsplit('-', 1)[0] for key in flagged}) >= 10

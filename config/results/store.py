@@ -20,9 +20,11 @@ holds stops the rest.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -250,13 +252,69 @@ def _nonfinite(text):
 
 def parse_line(raw: bytes) -> tuple[dict, list[str]]:
     """A stored line -> (the row, what was read as null); Unreadable when
-    the line is no row."""
+    the line is no row. Decoded by the json module's C scanner and looked
+    over once; only a row holding a NaN or an infinity somewhere is decoded
+    again, naming each such token."""
     if not raw.endswith(b'\n'):
         raise Unreadable('torn line (no newline at its end)')
     try:
         text = raw.decode('utf-8')
     except UnicodeDecodeError:
         raise Unreadable('not UTF-8 text') from None
+    row = _decoded(text)
+    finite, wrong = _looked_over(row)
+    if not finite:
+        row, nulled = _nonfinite_as_null(text)
+        return row, nulled + _retype(row, _looked_over(row)[1])
+    return row, _retype(row, wrong)
+
+
+def _decoded(text: str, **hooks) -> dict:
+    try:
+        row = json.loads(text, **hooks)
+    except (ValueError, RecursionError):
+        raise Unreadable('not JSON') from None
+    if not isinstance(row, dict):
+        raise Unreadable(f'a JSON {type(row).__name__}, not an object')
+    return row
+
+
+def _all_finite(values) -> bool:
+    """No NaN or infinity in *values* (lists and objects looked into)."""
+    for value in values:
+        kind = type(value)
+        if kind is float:
+            if value - value != 0.0:       # NaN for NaN and infinities
+                return False
+        elif (kind is list or kind is dict) and not _all_finite(
+                value.values() if kind is dict else value):
+            return False
+    return True
+
+
+def _looked_over(row: dict) -> tuple[bool, list[str]]:
+    """(whether *row* holds no NaN or infinity, the typed columns whose
+    value has the wrong type), in one pass over its values."""
+    typed = _typed_columns()
+    finite, wrong = True, []
+    for name, value in row.items():
+        kind = type(value)
+        if kind is float:
+            finite = finite and value - value == 0.0
+        elif kind is list or kind is dict:
+            finite = finite and _all_finite(
+                value.values() if kind is dict else value)
+        elif value is None:
+            continue
+        wanted = typed.get(name)
+        if wanted is not None and kind not in wanted[0]:
+            wrong.append(name)
+    return finite, wrong
+
+
+def _nonfinite_as_null(text: str) -> tuple[dict, list[str]]:
+    """The row of *text* with every NaN and infinity read as null, and
+    what was."""
     nulled = []
 
     def number(token):
@@ -269,16 +327,8 @@ def parse_line(raw: bytes) -> tuple[dict, list[str]]:
     def constant(token):
         nulled.append(token)
         return None
-    try:
-        row = json.loads(text, parse_float=number, parse_constant=constant)
-    except (ValueError, RecursionError):
-        raise Unreadable('not JSON') from None
-    if not isinstance(row, dict):
-        raise Unreadable(f'a JSON {type(row).__name__}, not an object')
-    if nulled:
-        nulled = [f'{token} read as null' for token in nulled]
-    nulled += _retype(row)
-    return row, nulled
+    row = _decoded(text, parse_float=number, parse_constant=constant)
+    return row, [f'{token} read as null' for token in nulled]
 
 
 def retyped(raw: bytes, row: dict) -> bool:
@@ -287,28 +337,33 @@ def retyped(raw: bytes, row: dict) -> bool:
         and isinstance(row.get('record_id'), str)
 
 
+# The JSON value types each column kind takes (exact types: json.loads
+# makes no subclasses, and a bool is no number here).
 _TYPES = {'real': (int, float), 'int': (int,), 'long': (int,),
           'string': (str,), 'datetime': (str,)}
 
 
-def _retype(row: dict) -> list[str]:
-    """Columns of the wrong type become null (record_id is compared as a
-    string everywhere, so a number becomes its text)."""
+@functools.cache
+def _typed_columns() -> dict[str, tuple[tuple, str]]:
     from . import records
-    problems = []
+    return {name: (_TYPES[kind], kind)
+            for name, kind in records.column_types().items()
+            if kind in _TYPES}
+
+
+def _retype(row: dict, wrong: list[str]) -> list[str]:
+    """The *wrong* columns (of the wrong type) become null; record_id is
+    compared as a string everywhere, so a number becomes its text."""
     record_id = row.get('record_id')
-    if isinstance(record_id, (int, float)) and not isinstance(record_id,
-                                                              bool):
+    if type(record_id) in (int, float):
         row['record_id'] = str(record_id)
-    for name, kind in records.column_types().items():
-        value = row.get(name)
-        wanted = _TYPES.get(kind)
-        if value is None or wanted is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, wanted):
-            row[name] = None
-            problems.append(f'{name} ({type(value).__name__}, not {kind}) '
-                            f'read as null')
+    problems = []
+    if wrong:
+        for name, (wanted, kind) in _typed_columns().items():  # schema order
+            if name in wrong and type(row[name]) not in wanted:
+                problems.append(f'{name} ({type(row[name]).__name__}, not '
+                                f'{kind}) read as null')
+                row[name] = None
     return problems
 
 

@@ -70,6 +70,15 @@ class Runner:
                 '(a session still writing, or a damaged file) and were left '
                 'out']
 
+    def rows_read(self) -> int | None:
+        """How many rows (with the filters) the local connection read for
+        the queries run so far; None with no local connection."""
+        if self.workspace or self._con is None:
+            return None
+        counted = _engine('local').run(
+            self._con, f'{library.BASE_FUNCTION} | count\n', self.now)
+        return counted.rows[0][0] if counted.rows else 0
+
     @property
     def where(self) -> str:
         return (f'Log Analytics workspace {self.workspace}' if self.workspace

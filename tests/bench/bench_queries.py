@@ -75,9 +75,15 @@ def _peak_after_exec(pid: int, peak: list) -> None:
         time.sleep(0.02)
 
 
+class Failed(Exception):
+    """A measured command that exited non-zero; the message is its
+    stderr's last line."""
+
+
 def run_one(argv: list[str], env: dict) -> tuple[float, float, int, int]:
     """(wall seconds, CPU seconds, peak RSS bytes, stdout bytes), reaped
-    with wait4 so that the CPU time is this process's alone."""
+    with wait4 so that the CPU time is this process's alone; Failed when
+    the command fails."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         child = subprocess.Popen(argv, env=env, stdout=out, stderr=err,
@@ -91,8 +97,15 @@ def run_one(argv: list[str], env: dict) -> tuple[float, float, int, int]:
         child.returncode = os.waitstatus_to_exitcode(status)
         if child.returncode != 0:
             err.seek(0)
-            sys.exit(f'{argv} failed: {err.read().decode()[-2000:]}')
+            lines = err.read().decode().strip().splitlines() or ['']
+            raise Failed(f'{" ".join(argv[2:])} failed: {lines[0][:300]}')
         return (wall, usage.ru_utime + usage.ru_stime, peak[0], out.tell())
+
+
+def load_line(when: str) -> str:
+    """The machine's load average (1, 5, 15 min): how shared it was."""
+    return (f'load average {when}: '
+            + ' '.join(f'{value:.2f}' for value in os.getloadavg()))
 
 
 def main(argv=None):
@@ -114,6 +127,7 @@ def main(argv=None):
               f'of JSON lines under {home}')
         env = suite_env(home)
         env.pop('LOGS_WORKSPACE_ID', None)
+        print(load_line('before'))
         shutil.rmtree(home / 'cache', ignore_errors=True)
         limit, limit_cpu, limit_rss, _ = run_one(
             [sys.executable, '-c', LIMIT, *files], env)
@@ -129,13 +143,18 @@ def main(argv=None):
               f'{"x limit":>8} {"peak MiB":>9} {"output":>10}')
         for label, words in COMMANDS:
             words = [w.format(out=out) for w in words]
-            run_one([sys.executable, CLI, *words], env)     # fills the cache
-            wall, cpu, rss, printed = run_one([sys.executable, CLI, *words],
-                                              env)
+            try:
+                run_one([sys.executable, CLI, *words], env)  # fills the cache
+                wall, cpu, rss, printed = run_one(
+                    [sys.executable, CLI, *words], env)
+            except Failed as err:
+                print(f'{label:28} {err}')
+                continue
             shown = (f'{out.stat().st_size / 1e6:.1f} MB' if 'report' in label
                      else f'{printed / 1e6:.2f} MB')
             print(f'{label:28} {wall:7.2f} {wall / limit:8.2f} {cpu:7.2f} '
                   f'{cpu / limit_cpu:8.2f} {rss / 2**20:9.0f} {shown:>10}')
+        print(load_line('after'))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -6,7 +6,10 @@ and with 3 uploads in flight; the floor is calls x latency / uploads.
     nice -n 10 .venv/bin/python -m tests.bench.bench_sync [--rows 100000]
 
 Prints calls, wall seconds, the ratio to the floor, the command's CPU
-seconds (the floor for wall time on a busy machine) and peak RSS. Not collected by pytest.
+seconds and per call (the client's own cost: with the uploads in flight
+it bounds the wall time once it exceeds latency / uploads), the loopback
+endpoint's CPU seconds (this process: the benchmark's own share of the
+machine) and peak RSS. Not collected by pytest.
 """
 from __future__ import annotations
 
@@ -14,10 +17,11 @@ import argparse
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from tests.bench import fleet_store
-from tests.bench.bench_queries import CLI, run_one
+from tests.bench.bench_queries import CLI, load_line, run_one
 from tests.bench.bench_reporting import calls, start_fake
 from tests.helpers import suite_env
 
@@ -36,9 +40,10 @@ def main(argv=None):
             lines = fleet_store.build(pristine, args.rows, days=7)
             print(f'backlog: {lines} stored lines in 35 session files; '
                   f'{args.latency * 1000:.0f} ms per call')
+            print(load_line('before'))
             print(f'{"uploads":>7} {"calls":>6} {"wall s":>7} '
                   f'{"floor s":>8} {"x floor":>8} {"CPU s":>6} '
-                  f'{"peak MiB":>9}')
+                  f'{"ms/call":>7} {"endpoint CPU s":>14} {"peak MiB":>9}')
             for uploads in args.uploads:
                 home = work / f'home-{uploads}-{len(list(work.glob("home-*")))}'
                 shutil.copytree(pristine, home)
@@ -46,13 +51,17 @@ def main(argv=None):
                                        'REQUESTS_CA_BUNDLE': fake.ca_bundle,
                                        'SSL_CERT_FILE': fake.ca_bundle})
                 before = calls(fake)
+                served = time.process_time()
                 wall, cpu, rss, _ = run_one(
                     [sys.executable, CLI, 'sync', '--uploads', str(uploads)],
                     env)
                 made = calls(fake) - before
+                served = time.process_time() - served
                 floor = made * args.latency / uploads
                 print(f'{uploads:7} {made:6} {wall:7.2f} {floor:8.2f} '
-                      f'{wall / floor:8.2f} {cpu:6.2f} {rss / 2**20:9.0f}')
+                      f'{wall / floor:8.2f} {cpu:6.2f} {1000 * cpu / made:7.1f} '
+                      f'{served:14.2f} {rss / 2**20:9.0f}')
+            print(load_line('after'))
         finally:
             fake.close()
 
