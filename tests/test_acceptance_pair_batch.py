@@ -6,6 +6,7 @@ partners, its partners good). Plus the rounds and the plan on their own."""
 import re
 
 from checks.common import fan_out
+from checks.common.time_limit import limit_seconds
 from scripts.acceptance import plan, verdicts
 from scripts.cli.sandbox import NODES
 from tests.helpers import DATA
@@ -175,6 +176,11 @@ def test_a_batch_of_pairs_blames_as_one_pair_cases_do(sandbox_env,
         '+'.join(p) for found in fan_out.path_rounds(ring) for p in found]
     assert all(group.replace('+', ',') == nodes for group, nodes in steps)
     rounds = len(fan_out.path_rounds(ring))
+    # each round as long as one pair's run: the job's limit grows with them
+    hours, minutes, seconds = re.search(r'^#SBATCH --time=(\d+):(\d+):(\d+)$',
+                                        text, re.M).groups()
+    assert int(hours) * 3600 + int(minutes) * 60 + int(seconds) == \
+        limit_seconds(osu_runtime_s() * rounds, 3.0)
     body = text[text.index('(cd fanout/'):]
     assert body.count('\nwait\n') == rounds - 1 + 1   # between, and the end
 
@@ -185,6 +191,12 @@ def findings(summary):
                     f['verdict'], f['reason'], f['blamed_on_partner'])
                    for n in summary['nodes'] for f in n['findings']
                    if f['verdict'] != 'pass'), key=repr)
+
+
+def osu_runtime_s() -> float:
+    import reframe  # noqa: F401  (the check modules need it)
+    from checks.network.osu import OsuBase
+    return OsuBase.expected_runtime_s
 
 
 def neighbours(node):

@@ -53,6 +53,13 @@ class FansOut(ParsedOutput):
             return fan_out.path_pairs(pinned)
         return [(node,) for node in pinned]
 
+    def fan_rounds(self) -> int:
+        """How many runs of the check the job makes one after the other:
+        1, or the rounds of node-disjoint pairs of a batch of pairs."""
+        if self.fan_group_size != 2 or not self.fanned_out():
+            return 1
+        return len(fan_out.path_rounds(self.fan_groups()))
+
     def fanned_out(self) -> bool:
         return bool(self.fans_out and len(self.fan_groups()) > 1
                     and not self.is_local())

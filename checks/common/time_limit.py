@@ -41,5 +41,8 @@ class TimeLimited(rfm.RegressionTestPlugin):
         # None = neither the user (-S time_limit=...) nor the check chose
         # one; a partition's configured time_limit is the site's choice.
         if self.time_limit is None and not self.current_partition.time_limit:
-            self.time_limit = limit_seconds(self.expected_seconds(),
-                                            self.time_limit_factor)
+            # a batch of ring pairs runs its pairs in rounds, one after
+            # the other (fanned_job.py): each round as long as one run
+            rounds = getattr(self, 'fan_rounds', lambda: 1)()
+            self.time_limit = limit_seconds(
+                self.expected_seconds() * rounds, self.time_limit_factor)
