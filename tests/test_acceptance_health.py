@@ -89,9 +89,10 @@ def test_rising_counters_fail_their_node_with_the_health_reason(
     assert {r['hca_firmware'] for r in triad + health} == {'14.28.2006'}
     assert {r['gpu_driver_version'] for r in triad} == {'535.54.03'}
     assert all(r['kernel_version'] for r in triad + health)
-    # the samples are kept with the test's outputs
+    # the samples are kept with the test's files (the stage directory: the
+    # four nodes are one batch job, failed because of sb-n2)
     home = Path(env['CLUSTERPROOF_HOME'])
-    assert list(home.rglob(f'output/**/{SAMPLES_DIR}/after.sb-n3.txt'))
+    assert list(home.rglob(f'stage/**/{SAMPLES_DIR}/after.sb-n3.txt'))
 
 
 def test_a_two_node_job_samples_both_nodes(slurm_sandbox, tmp_path):

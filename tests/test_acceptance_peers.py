@@ -113,6 +113,17 @@ def test_the_same_failure_on_every_node_is_the_partitions(sandbox_env):
     assert [(r['check_result'], r['check_job_nodelist']) for r in rows] == \
         [('fail', [])]
     assert rows[0]['check_fail_reason'] == shared['reason']
+    # the measured rows: each node's own, as one-node jobs write them (one
+    # batch job, in which no node passed)
+    measured = [r for r in stored(env) if r['facility'] == 'reframe']
+    assert sorted((r['check_job_nodelist'], r['check_perf_var'])
+                  for r in measured) == sorted(
+        ([n], m) for n in NODES
+        for m in ('copy_bw', 'scale_bw', 'add_bw', 'triad_bw'))
+    assert {(r['check_result'], r['check_perf_value'], r['check_fail_reason'])
+            for r in measured} == {('fail', None, (
+                'sanity error: wrong thread count: STREAM counted 1 OpenMP '
+                'threads, the test asked for 2'))}
 
 
 HIGH_STREAM = DATA / 'stream' / 'stream_c_omp2_20M_busy_vm_high.out'

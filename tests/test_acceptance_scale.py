@@ -17,18 +17,28 @@ def command_lines(phases):
 def test_ten_thousand_nodes_plan_in_batches_of_bounded_arguments():
     nodes = [f'ndh200-{i:05d}' for i in range(10_000) if i % 97]
     phases = plan.phases('azure', 'ndh200', nodes)
-    scopes = [p.scope for p in phases]
-    batches = -(-len(nodes) // plan.MAX_PINS)
-    assert scopes == ['node'] * batches + ['pair'] * batches + \
-        ['set', 'whole']
-    # every node in exactly one node batch, every ring pair in one pair batch
-    assert [pin[0] for p in phases if p.scope == 'node' for pin in p.pins] \
+    scopes = [(p.scope, p.tag) for p in phases]
+    jobs = -(-len(nodes) // plan.NODE_BATCH)          # batch jobs of nodes
+    per_session = plan.MAX_NAMES // plan.NODE_BATCH   # batch pins a session
+    fanned = -(-jobs // per_session)
+    single = -(-len(nodes) // plan.MAX_PINS)
+    pairs = -(-len(nodes) // plan.MAX_PINS)
+    assert scopes == [('node', '')] * fanned + [('node', 'one')] * single + \
+        [('pair', '')] * pairs + [('set', ''), ('whole', '')]
+    # the fan-out checks: every node in exactly one batch of NODE_BATCH
+    batch_pins = [pin for p in phases if (p.scope, p.tag) == ('node', '')
+                  for pin in p.pins]
+    assert [node for pin in batch_pins for node in pin] == nodes
+    assert {len(pin) for pin in batch_pins[:-1]} == {plan.NODE_BATCH}
+    assert all(p.names == plan.FANOUT_CHECKS for p in phases[:fanned])
+    # the others: every node in exactly one one-node pin
+    assert [pin[0] for p in phases if p.tag == 'one' for pin in p.pins] \
         == nodes
     assert [pin for p in phases if p.scope == 'pair' for pin in p.pins] == \
         plan.ring_pairs(nodes)
     labels = [p.label for p in phases]
     assert len(set(labels)) == len(labels)
-    assert labels[0] == f'ndh200-node-1of{batches}'
+    assert labels[0] == f'ndh200-node-1of{fanned}'
     limit = os.sysconf('SC_ARG_MAX')
     for argv in command_lines(phases):
         assert max(map(len, argv)) < 32 * 1024          # one argument
@@ -52,5 +62,11 @@ def test_host_ranges_keep_prefix_width_and_gaps():
 
 def test_a_small_partition_is_one_session_per_scope():
     phases = plan.phases('sandbox', 'hbv4', ['sb-n1', 'sb-n2', 'sb-n3'])
+    assert [p.label for p in phases] == ['hbv4-node', 'hbv4-node-one',
+                                         'hbv4-pair', 'hbv4-set',
+                                         'hbv4-whole']
+    # --node-batch 1: one job per node for every node check, as before
+    phases = plan.phases('sandbox', 'hbv4', ['sb-n1', 'sb-n2'], node_batch=1)
     assert [p.label for p in phases] == ['hbv4-node', 'hbv4-pair',
                                          'hbv4-set', 'hbv4-whole']
+    assert phases[0].pins == [('sb-n1',), ('sb-n2',)] and not phases[0].names

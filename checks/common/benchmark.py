@@ -5,10 +5,10 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 
 from . import launch
+from .fanned_job import FansOut
 from .health_sampling import HealthSampling
 from .job_nodes import JobNodes
 from .node_fit import FitsPartition
-from .parsed_output import ParsedOutput
 from .progress import ReportsProgress
 from .site_baselines import SiteBaselines
 from .sku_references import SkuReferences
@@ -17,7 +17,7 @@ from .vm_size import VmSize
 from .tools import ExternalTool
 
 
-class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, SkuReferences,
+class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
                     SiteBaselines, ExternalTool, JobNodes, VmSize,
                     HealthSampling, TimeLimited, FitsPartition,
                     ReportsProgress):

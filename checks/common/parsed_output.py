@@ -52,13 +52,23 @@ class ParsedOutput(rfm.RegressionTestPlugin):
     def _stage_path(self, name: str) -> str:
         return os.path.join(self.stagedir, name)
 
+    def output_dir(self) -> str:
+        """Where the tool wrote its output."""
+        return self.stagedir
+
+    def stream_names(self) -> tuple[str, str]:
+        """The tool's stdout and stderr files in output_dir()."""
+        return sn.evaluate(self.stdout), sn.evaluate(self.stderr)
+
     def parsed_path(self) -> str:
-        if self.parsed_stream == 'stdout':
-            return self._stage_path(sn.evaluate(self.stdout))
-        if self.parsed_stream == 'stderr':
-            return self._stage_path(sn.evaluate(self.stderr))
-        matches = sorted(glob.glob(self._stage_path(self.parsed_stream)))
-        return matches[-1] if matches else self._stage_path(self.parsed_stream)
+        directory = self.output_dir()
+        stdout, stderr = self.stream_names()
+        name = {'stdout': stdout, 'stderr': stderr}.get(self.parsed_stream)
+        if name:
+            return os.path.join(directory, name)
+        pattern = os.path.join(directory, self.parsed_stream)
+        matches = sorted(glob.glob(pattern))
+        return matches[-1] if matches else pattern
 
     def parse_file(self, path: str, **options) -> parsers.ParseResult:
         """Parse one output file of this test, once per run; a missing file
@@ -81,8 +91,14 @@ class ParsedOutput(rfm.RegressionTestPlugin):
         """The parse of this test's output (parsed_stream)."""
         return self.parse_file(self.parsed_path(), **self.parser_options)
 
-    @sn.deferrable
-    def _assert_parsed_ok(self):
+    def output_problem(self, result: parsers.ParseResult) -> str | None:
+        """What is wrong with an output its parser accepted (a check that
+        knows more, e.g. HPL's rows against its HPL.dat), or None."""
+        return None
+
+    def check_job(self) -> None:
+        """Raise SanityError where the job itself says why it measured
+        nothing: killed at its time limit, or its tool guard stopped it."""
         stderr_path = self._stage_path(sn.evaluate(self.stderr))
         killed = time_limit_reason(self.job.state, self.time_limit,
                                    stderr_path)
@@ -91,9 +107,23 @@ class ParsedOutput(rfm.RegressionTestPlugin):
         guard = _guard_message(stderr_path)
         if guard:
             raise SanityError(guard)
+
+    def check_parsed(self) -> None:
+        """Raise SanityError where the output is not a good run."""
         result = self.parsed()
         if not result.ok:
             raise SanityError(result.reason)
+        problem = self.output_problem(result)
+        if problem:
+            raise SanityError(problem)
+
+    def check_output(self) -> None:
+        self.check_job()
+        self.check_parsed()
+
+    @sn.deferrable
+    def _assert_parsed_ok(self):
+        self.check_output()
         return True
 
     @sanity_function

@@ -115,6 +115,8 @@ class HpccBase(BenchmarkTest, NodeLayout, SizeProfile):
 class HpccNode(HpccBase):
     descr = 'HPC Challenge on one node, one rank per core'
     tags = {'cpu', 'acceptance'}
+    # one run per node: a batch of nodes is one job (fanned_job.py)
+    fans_out = True
 
 
 @rfm.simple_test

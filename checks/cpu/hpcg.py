@@ -35,6 +35,8 @@ def hpcg_dat(nx: int, ny: int, nz: int, runtime: int) -> str:
 class HpcgCheck(BenchmarkTest, NodeLayout, SizeProfile):
     descr = 'HPCG GFLOP/s rating of a VALID run, one MPI rank per core'
     tags = {'cpu', 'acceptance'}
+    # one run per node: a batch of nodes is one job (fanned_job.py)
+    fans_out = True
     valid_systems = ['+cpu']
     valid_prog_environs = ['+mpi']
     parser_tool = 'hpcg'

@@ -19,7 +19,6 @@ import os
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.exceptions import SanityError
 
 from ..common import references
 from ..common.benchmark import BenchmarkTest
@@ -45,6 +44,8 @@ ASSUMED_GFLOPS_PER_CORE = 10.0
 class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
     descr = 'HPL Gflops with a generated HPL.dat, residual checks PASSED'
     tags = {'cpu', 'acceptance'}
+    # one run per node: a batch of nodes is one job (fanned_job.py)
+    fans_out = True
     valid_systems = ['+cpu']
     valid_prog_environs = ['+mpi']
     parser_tool = 'hpl'
@@ -160,24 +161,18 @@ class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
             f'echo "HPL.dat written: N=$N NB={self.nb} P={p} Q={q}"',
         ]
 
-    @sn.deferrable
-    def _assert_rows_match_hpl_dat(self):
-        path = os.path.join(self.stagedir, 'HPL.dat')
+    def output_problem(self, result):
+        path = os.path.join(self.output_dir(), 'HPL.dat')
         if not os.path.isfile(path):
-            raise SanityError('HPL.dat was not written by the job')
+            return 'HPL.dat was not written by the job'
         with open(path) as fp:
             asked = hpl_input.read_hpl_dat(fp.read())
-        wrong = hpl_input.rows_not_asked_for(
-            self.parsed().details.get('rows', []), asked)
+        wrong = hpl_input.rows_not_asked_for(result.details.get('rows', []),
+                                             asked)
         if wrong:
-            raise SanityError('HPL ran another problem than its HPL.dat: '
-                              + '; '.join(wrong))
-        return True
-
-    @sanity_function
-    def assert_output_ok(self):
-        return sn.all([self._assert_parsed_ok(),
-                       self._assert_rows_match_hpl_dat()])
+            return 'HPL ran another problem than its HPL.dat: ' + \
+                '; '.join(wrong)
+        return None
 
     @run_before('performance')
     def add_efficiency(self):

@@ -139,6 +139,8 @@ class StreamBase(BenchmarkTest):
 class StreamCheck(StreamBase):
     descr = 'STREAM memory bandwidth of one node (OpenMP)'
     tags = {'cpu', 'daily', 'acceptance'}
+    # one run per node: a batch of nodes is one job (fanned_job.py)
+    fans_out = True
     # One process: no MPI environment needed, and one run per partition
     valid_prog_environs = ['builtin']
     tool_binary = 'stream_c.exe'

@@ -209,6 +209,8 @@ class NcclBase(BenchmarkTest):
 @rfm.simple_test
 class NcclSingleNode(NcclBase):
     descr = 'nccl-tests on one GPU VM, one rank per GPU'
+    # one run per node: a batch of nodes is one job (fanned_job.py)
+    fans_out = True
 
 
 @rfm.simple_test

@@ -118,6 +118,9 @@ def _check_facts(check) -> dict:
     facts['metric_reference_keys'] = getattr(check, 'metric_reference_keys',
                                              {})
     facts['metric_devices'] = getattr(check, 'metric_devices', {})
+    # a batch of nodes measured one by one (checks/common/fanned_job.py)
+    facts['metric_nodes'] = getattr(check, 'metric_nodes', {})
+    facts['step_ranks'] = getattr(check, 'step_ranks', 0)
     facts['metric_peaks'] = getattr(check, 'metric_peaks', {})
     facts['peak_sources'] = getattr(check, 'peak_sources', {})
     # What the job recorded, not ReFrame's first sacct poll (job_nodes.py)
@@ -235,9 +238,20 @@ def split_device(var: str | None, devices: dict) -> tuple[str | None, str | None
     return metric, device
 
 
+def split_node(var: str | None, nodes: dict) -> tuple[str | None, str | None]:
+    """('triad_bw@hb-3', {'triad_bw@hb-3': 'hb-3'}) -> ('triad_bw', 'hb-3'):
+    a batch case's row is one metric on one node, like a one-node case's."""
+    node = nodes.get(var) if var else None
+    suffix = f'@{node}'
+    if not node or not var.endswith(suffix):
+        return var, None
+    return var[:-len(suffix)], node
+
+
 def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     var = attrs.get('check_perf_var')
-    metric, device = split_device(var, facts.get('metric_devices', {}))
+    plain, node = split_node(var, facts.get('metric_nodes', {}))
+    metric, device = split_device(plain, facts.get('metric_devices', {}))
     values = {key: attrs.get(key) for key in column_names()}
     result = perf_result(
         attrs.get('check_perf_result'), attrs.get('check_perf_ref'),
@@ -260,7 +274,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         # ReFrame logs 0 for a variable without a reference: none is null
         'check_perf_ref': (None if result == 'no_reference'
                            else attrs.get('check_perf_ref')),
-        'check_job_nodelist': (facts.get('job_nodes')
+        'check_job_nodelist': ([node] if node else facts.get('job_nodes')
                                or attrs.get('check_job_nodelist') or []),
         'check_tags': attrs.get('check_tags') or [],
         'vm_sku': facts.get('vm_sku'),
@@ -271,6 +285,8 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'reference_key': facts.get('metric_reference_keys', {}).get(var),
         'reframe_version': attrs.get('version'),
     })
+    if node and facts.get('step_ranks'):
+        values['check_num_tasks'] = facts['step_ranks']  # as a one-node job
     values.update(_fingerprint(facts, values['check_job_nodelist']))
     values = with_site_baseline(values,
                                 facts.get('baseline_verdicts', {}).get(var))
@@ -295,7 +311,13 @@ def _sibling_attrs(attrs: dict, perfvalues: dict) -> dict:
 
 
 def rows_of_test(record, session_id: str) -> list[dict]:
-    """Rows for every perf variable of the record's test, made once.
+    """Rows for every perf variable of the record's test, made once."""
+    return list(_rows_by_var(record, session_id).values())
+
+
+def _rows_by_var(record, session_id: str) -> dict[str, dict]:
+    """Perf variable (as ReFrame names it) -> its row, for every perf
+    variable of the record's test (and its health rows), made once.
 
     With perflog_multiline ReFrame logs one record per variable and stops at
     the first handler error, losing the rest; building all rows from the
@@ -305,34 +327,97 @@ def rows_of_test(record, session_id: str) -> list[dict]:
     check = attrs.get('__rfm_check__')
     perfvalues = getattr(check, 'perfvalues', None) or {}
     var = attrs.get('check_perf_var')
-    if check is None or var is None or not perfvalues:
+    # a batch case where no node passed still has a row per node and metric
+    unmeasured = _unmeasured_node_attrs(attrs, check) if check is not None \
+        else {}
+    if check is None or ((var is None or not perfvalues) and not unmeasured):
         cached = attrs.get(ROW_ATTR)
         if cached is None:
             cached = _row_values(attrs, session_id, _check_facts(check))
             attrs[ROW_ATTR] = cached
-        return [cached]
+        return {var: cached}
     cache = check.__dict__.setdefault(ROW_ATTR, {})
     key = attrs.get('check_jobid')
     if key not in cache:
         facts = _check_facts(check)
+        siblings = _sibling_attrs(attrs, perfvalues)
+        facts['metric_nodes'] = {**facts['metric_nodes'],
+                                 **{var: node for var, (node, _) in
+                                    unmeasured.items()}}
+        siblings.update({var: sibling for var, (_, sibling) in
+                         unmeasured.items()})
         cache[key] = {name: _row_values(sibling, session_id, facts)
-                      for name, sibling in
-                      _sibling_attrs(attrs, perfvalues).items()}
+                      for name, sibling in siblings.items()}
         cache[key].update(_health_rows(attrs, session_id, facts))
-    return list(cache[key].values())
+        if facts['metric_nodes']:
+            _node_results(cache[key])
+    return cache[key]
+
+
+def _node_outcomes(check) -> dict[str, str]:
+    """node -> why it measured nothing or failed sanity, for the nodes of
+    a batch case (checks/common/fanned_job.py) that gave no values."""
+    return {**(getattr(check, 'nodes_not_measured', None) or {}),
+            **(getattr(check, 'node_failures', None) or {})}
+
+
+def _unmeasured_node_attrs(attrs: dict, check) -> dict[str, tuple]:
+    """perf variable -> (node, its record attributes) for every metric of
+    every batch node without a value: a row with no value, the reference
+    and the node's own failure, as its one-node case logs."""
+    outcomes = _node_outcomes(check)
+    if not outcomes:
+        return {}
+    metrics = dict(getattr(check, 'node_metrics', None)
+                   or getattr(check, 'perf_metrics', None) or {})
+    target = check.current_partition.fullname
+    found = {}
+    for node, reason in outcomes.items():
+        for name, unit in metrics.items():
+            var = f'{name}@{node}'
+            ref = _reference(check, target, var) or \
+                _reference(check, target, name) or (None, None, None)
+            found[var] = (node, {
+                **attrs, 'check_perf_var': var, 'check_perf_value': None,
+                'check_perf_ref': ref[0], 'check_perf_lower_thres': ref[1],
+                'check_perf_upper_thres': ref[2], 'check_perf_unit': unit,
+                'check_perf_result': None, 'check_result': 'fail',
+                'check_fail_reason': reason})
+    return found
+
+
+def _reference(check, target: str, var: str):
+    try:
+        return check.reference[f'{target}:{var}']
+    except (KeyError, TypeError):
+        return None
+
+
+def _node_results(rows: dict[str, dict]) -> None:
+    """A batch case's rows say each node's own outcome (check_result and
+    check_fail_reason), as its one-node case would: a node with a failing
+    value fails with the case's reason, a node without one passes."""
+    by_node: dict[str, list[dict]] = {}
+    for row in rows.values():
+        nodes = row.get('check_job_nodelist') or []
+        if len(nodes) == 1:
+            by_node.setdefault(nodes[0], []).append(row)
+    for node_rows in by_node.values():
+        perf = [r for r in node_rows if r['facility'] == 'reframe']
+        failed = any(r['check_perf_result'] == 'fail' or (
+            r['check_result'] == 'fail' and r['check_perf_value'] is None)
+            for r in perf)
+        for row in node_rows:
+            row['check_result'] = 'fail' if failed else 'pass'
+            if not failed and row['facility'] == 'reframe':
+                row['check_fail_reason'] = None
 
 
 def row_from_log_record(record, session_id: str) -> dict:
     """The row of one ReFrame perflog record (perflog_multiline)."""
     var = record.__dict__.get('check_perf_var')
-    rows = rows_of_test(record, session_id)
-    for row in rows:
-        name = row['check_perf_var']
-        if row['device']:
-            name = f"{name}_{row['device']}"
-        if name == var:
-            return row
-    return rows[0]
+    rows = _rows_by_var(record, session_id)
+    return rows.get(var) or next(iter(rows.values()))
 
 
 def is_dry_run(record) -> bool:

@@ -51,9 +51,13 @@ def link_rows(findings: list[Finding], rows: list[dict]) -> None:
     """Give each metric finding the record_id of the row it judges."""
     by_job = {(str(r.get('check_jobid')), row_var(r)): r['record_id']
               for r in rows}
+    # a job of a batch of nodes has one row per metric and node
+    by_node = {(str(r.get('check_jobid')), row_var(r), node): r['record_id']
+               for r in rows for node in r.get('check_job_nodelist') or []}
     for f in findings:
         if f.metric and f.record_id is None:
-            f.record_id = by_job.get((str(f.jobid), f.metric))
+            f.record_id = by_node.get((str(f.jobid), f.metric, f.node)) or \
+                by_job.get((str(f.jobid), f.metric))
 
 
 def _partition(row: dict) -> str:

@@ -1,7 +1,10 @@
 """Which checks run where, as ReFrame command lines.
 
 A check runs at one of four scopes:
-- node: on every node, one job per node (single-node checks);
+- node: on every node (single-node checks): one job per batch of
+  NODE_BATCH nodes that runs the check on each of them at once, for the
+  checks that can (FANOUT_CHECKS, checks/common/fanned_job.py), one job per
+  node for the others;
 - pair: on node pairs around a ring, so that every node meets two different
   partners (a node failing with both is the bad one);
 - set: once over every usable node of the partition (collectives);
@@ -9,7 +12,7 @@ A check runs at one of four scopes:
 A failure at the last two scopes is a finding about the partition, not a
 node.
 Pinning uses the checks' ``pinned_nodes`` variable through ReFrame's
-``-P`` (one test case per node or pair). A partition of thousands of nodes
+``-P`` (one test case per node batch, node or pair). A partition of thousands of nodes
 is run in batched sessions of at most MAX_PINS pins each, so that no
 command line grows with the partition (one ``-P`` argument above 128 KiB is
 ``Argument list too long``); the set scope's one pin is written as Slurm
@@ -26,13 +29,27 @@ NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
+#: Node checks that run once per node of a batch job (fans_out = True).
+#: The others stay one node per job: PerftestLoopback's script starts its
+#: own job steps, NvlinkFabric reads nvidia-smi in its own hooks.
+FANOUT_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck',
+                 'HplSpackCheck', 'HpcgCheck', 'HpcgSpackCheck', 'HpccNode',
+                 'NcclSingleNode')
+SINGLE_NODE_CHECKS = tuple(c for c in NODE_CHECKS if c not in FANOUT_CHECKS)
+#: Nodes per batch job of a fan-out check (--node-batch): 32 makes a
+#: 1,000-node partition 32 test cases per check instead of 1,000, and a
+#: batch still waits for only 32 free nodes together (one busy node holds
+#: back 31 others, never the whole partition).
+NODE_BATCH = 32
 SCOPES = ('node', 'pair', 'set', 'whole')
 
 PIN_VARIABLE = 'pinned_nodes'
 # Between -P values; a pair's nodes are separated by ',' inside one value.
 VALUE_DELIMITER = ';'
-# Pins per ReFrame session: 500 pairs of 30-character names are 30 KB.
+# Pins per ReFrame session: 500 pairs of 30-character names are 30 KB;
+# node names per session (a batch pin holds many): as many.
 MAX_PINS = 500
+MAX_NAMES = 2 * MAX_PINS
 _NUMBERED = re.compile(r'^(.*?)(\d+)$')
 
 
@@ -66,6 +83,21 @@ def _range_text(prefix: str, width: int, first: int, last: int) -> str:
 
 def batches(pins: list, size: int = MAX_PINS) -> list[list]:
     return [pins[i:i + size] for i in range(0, len(pins), size)]
+
+
+def sessions(pins: list[tuple], max_pins: int = MAX_PINS,
+             max_names: int = MAX_NAMES) -> list[list[tuple]]:
+    """Pins in order, cut into ReFrame sessions of at most *max_pins* pins
+    and *max_names* node names (a pin larger than that is one session)."""
+    found, names = [[]], 0
+    for pin in pins:
+        if found[-1] and (len(found[-1]) == max_pins
+                          or names + len(pin) > max_names):
+            found.append([])
+            names = 0
+        found[-1].append(pin)
+        names += len(pin)
+    return found if found[0] else []
 
 
 def ring_pairs(nodes: list[str]) -> list[tuple[str, str]]:
@@ -167,13 +199,21 @@ class Phase:
         return options + list(self.options)
 
 
-def phases(system: str, partition: str, nodes: list[str] | None
-           ) -> list[Phase]:
+def phases(system: str, partition: str, nodes: list[str] | None,
+           node_batch: int = NODE_BATCH) -> list[Phase]:
     """The sessions of one partition; nodes None = the scheduler cannot
-    list them (not Slurm): everything runs once, unpinned."""
+    list them (not Slurm): everything runs once, unpinned. *node_batch*:
+    nodes per job of the fan-out checks (1 = one job per node for all)."""
     if nodes is None:
         return [Phase(system, partition, 'unpinned')]
-    found = _batched(system, partition, 'node', [(node,) for node in nodes])
+    singles = [(node,) for node in nodes]
+    if node_batch > 1:
+        found = _batched(system, partition, 'node', batches(nodes, node_batch),
+                         names=FANOUT_CHECKS)
+        found += _batched(system, partition, 'node', singles, tag='one',
+                          names=SINGLE_NODE_CHECKS)
+    else:
+        found = _batched(system, partition, 'node', singles)
     pairs = ring_pairs(nodes)
     if pairs:
         found += _batched(system, partition, 'pair', pairs)
@@ -181,10 +221,10 @@ def phases(system: str, partition: str, nodes: list[str] | None
     return found + [Phase(system, partition, 'whole')]
 
 
-def _batched(system, partition, scope, pins) -> list[Phase]:
-    chunks = batches(pins)
+def _batched(system, partition, scope, pins, **more) -> list[Phase]:
+    chunks = sessions([tuple(pin) for pin in pins])
     return [Phase(system, partition, scope, chunk, batch=index,
-                  batches=len(chunks))
+                  batches=len(chunks), **more)
             for index, chunk in enumerate(chunks, 1)]
 
 

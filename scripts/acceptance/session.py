@@ -59,6 +59,8 @@ class Options:
     #: test the nodes clusterproof drained, in a reservation; resume the
     #: good ones, drain the others again (resume.py)
     resume: bool = False
+    #: nodes per job of the checks that run on each node of a batch job
+    node_batch: int = plan.NODE_BATCH
 
 
 def reframe_command() -> list[str]:
@@ -270,10 +272,12 @@ def _inventory(options: Options, say):
         usable = [n for n, s in states.items()
                   if slurm.is_usable(s) or n in starting]
         if options.resume:   # only its drained nodes, nothing else
-            phases += [p for p in plan.phases(system, part['name'], usable)
+            phases += [p for p in plan.phases(system, part['name'], usable,
+                                              options.node_batch)
                        if usable and p.scope != 'whole']
             continue
-        phases += plan.phases(system, part['name'], usable)
+        phases += plan.phases(system, part['name'], usable,
+                              options.node_batch)
     if started:
         notes += powering.cost_lines(started, nodes,
                                      powering.read_suspend_time_s())

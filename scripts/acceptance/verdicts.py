@@ -158,13 +158,33 @@ def _not_measured_reason(case: dict, skipped: dict[str, str]) -> str | None:
     return None
 
 
+def fanned_out(case: dict) -> bool:
+    """Whether the case ran a batch of nodes one by one in one job
+    (checks/common/fanned_job.py): its findings are per node."""
+    return bool(case.get('fans_out')) and \
+        len(case.get('pinned_nodes') or []) > 1
+
+
+def _node_outcome(case: dict, node: str) -> tuple[str | None, str | None]:
+    """(why its output failed sanity, why it measured nothing) for one
+    node of a batch case; (None, None) for a one-node case."""
+    if not fanned_out(case):
+        return None, None
+    return ((case.get('node_failures') or {}).get(node),
+            (case.get('nodes_not_measured') or {}).get(node))
+
+
 def _metric_findings(case: dict, base: dict) -> list[Finding]:
     found = []
+    node_of = case.get('metric_nodes') or {}
     for key, info in (case.get('perfvalues') or {}).items():
         value, ref, lower, upper, unit, result = (list(info) + [None] * 6)[:6]
+        metric, node = records.split_node(key.split(':')[-1], node_of)
+        if node_of and node != base['node']:
+            continue   # another node's value of a batch case
         verdict = records.perf_result(result, ref, lower, upper)
         found.append(Finding(**base, verdict=verdict or PASS,
-                             metric=key.split(':')[-1], value=value,
+                             metric=metric, value=value,
                              unit=unit, reference=ref,
                              basis=PUBLISHED if verdict in (PASS, FAIL)
                              else None,
@@ -206,14 +226,20 @@ def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
         partner = next((n for n in nodes if n != node), None) \
             if scope == 'pair' else None
         where = {**base, 'node': node, 'partner': partner}
-        missing = _not_measured_reason(case, skipped)
+        failed, missing = _node_outcome(case, node)
+        missing = missing or (None if failed else
+                              _not_measured_reason(case, skipped))
         if missing:
             found.append(Finding(**where, verdict=NOT_MEASURED,
                                  reason=missing))
             continue
-        metrics = _metric_findings(case, where)
-        if case.get('result') == 'fail' and not any(
+        metrics = [] if failed else _metric_findings(case, where)
+        if failed:
+            # the tool ran on this node and its output failed sanity
+            metrics.append(Finding(**where, verdict=FAIL, reason=failed))
+        elif case.get('result') == 'fail' and not any(
                 f.verdict == FAIL for f in metrics) and \
+                not (fanned_out(case) and metrics) and \
                 not failed_on_site_baseline(case):
             # the tool ran and reported an error (sanity)
             metrics.append(Finding(**where, verdict=FAIL, reason=str(

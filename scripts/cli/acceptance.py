@@ -104,6 +104,12 @@ def add_parser(subparsers):
                         default=power_up.DEFAULT_MAX, metavar='N',
                         help='with --power-up: start at most N nodes '
                              f'(default {power_up.DEFAULT_MAX})')
+    parser.add_argument('--node-batch', type=int, default=plan.NODE_BATCH,
+                        metavar='N',
+                        help='single-node checks that can run on each node '
+                             'of one job (STREAM, HPL, HPCG, HPCC, NCCL) run '
+                             'N nodes per job, one result per node; 1 = one '
+                             f'job per node (default {plan.NODE_BATCH})')
     parser.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_ARGS',
                         help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
@@ -151,6 +157,9 @@ def run(args) -> int:
         print('acceptance: --resume drains and resumes by itself; it takes '
               'no --drain or --dry-run', file=sys.stderr)
         return session.EXIT_BROKEN
+    if args.node_batch < 1:
+        print('acceptance: --node-batch must be 1 or more', file=sys.stderr)
+        return session.EXIT_BROKEN
     if args.max_power_up < 0:
         print('acceptance: --max-power-up must be 0 or more', file=sys.stderr)
         return session.EXIT_BROKEN
@@ -171,7 +180,8 @@ def run(args) -> int:
             peer_rules=peer_rules(args),
             baselines=baseline.Layer.from_setting(), confirm=args.confirm,
             repair_suspects=not args.no_repair, resume=args.resume,
-            power_up=args.power_up, max_power_up=args.max_power_up)
+            power_up=args.power_up, max_power_up=args.max_power_up,
+            node_batch=args.node_batch)
         return session.run(options, say=lambda line: print(line, flush=True))
     except session.UnknownPartition as error:
         print(f'acceptance: {error}; on this system run:\n  '

@@ -1,11 +1,13 @@
 """Benchmark: acceptance planning on a fake Slurm partition of N nodes
-(`sinfo`/`scontrol` stand-ins on PATH), and ReFrame's own cost per test
-case for the node phase's first batch (`reframe --list` and `--dry-run`
-with the plan's own options), with the share of it spent in ReFrame's
+(`sinfo`/`scontrol` stand-ins on PATH); `reframe --dry-run` (the plan's own
+options) of every session of the node phase's batch-job checks on a
+1,000-node partition, end to end; ReFrame's cost per test case for what
+stays one case per node or pair (the one-node checks, the pair phase) on
+fewer nodes, with the share of `--list` spent in ReFrame's
 deprecation-warning stack walks (inspect.stack) under cProfile.
 
     nice -n 10 .venv/bin/python -m tests.bench.bench_acceptance
-        [--nodes 1000 10000] [--dry-run-nodes 50]
+        [--nodes 1000 10000] [--batch-nodes 1000] [--dry-run-nodes 50]
 
 Not collected by pytest.
 """
@@ -20,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from scripts.acceptance import plan
 from tests.helpers import REPO, suite_env
 
 SINFO = """#!/bin/sh
@@ -42,14 +45,14 @@ def fake_slurm(directory: Path, nodes: int) -> None:
 def time_plan(work: Path, nodes: int) -> tuple[float, list]:
     from scripts.acceptance import plan, session
     bin_dir = work / f'bin-{nodes}'
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     fake_slurm(bin_dir, nodes)
     os.environ['PATH'] = f'{bin_dir}{os.pathsep}{os.environ["PATH"]}'
     options = session.Options(selection=plan.Selection(
         checks=[str(REPO / 'checks')], tags=['acceptance']),
         system='azure', partitions=['hbv4'])
     start = time.monotonic()
-    _, phases, _ = session._inventory(options, say=lambda line: None)
+    _, phases, _, _ = session._inventory(options, say=lambda line: None)
     seconds = time.monotonic() - start
     argvs = [plan.reframe_options(p, options.selection, 'r.json', 'prefix',
                                   0) for p in phases]
@@ -57,25 +60,33 @@ def time_plan(work: Path, nodes: int) -> tuple[float, list]:
     return seconds, phases, argvs
 
 
-def reframe_seconds(work: Path, phase, action: str, profile: Path | None):
-    from scripts.acceptance import plan
+def reframe_seconds(work: Path, phase, action: str, profile: Path | None,
+                    name: str = ''):
+    """Wall seconds of ReFrame's *action* on one phase, and the job scripts
+    it wrote; CPU seconds go to stdout beside them."""
+    name = name or action
     argv = plan.reframe_options(
         phase, plan.Selection(checks=[str(REPO / 'checks')],
                               tags=['acceptance']),
-        str(work / f'{action}.json'), str(work / f'prefix-{action}'), 0)
+        str(work / f'{name}.json'), str(work / f'prefix-{name}'), 0)
     argv = [a for a in argv if a != '-r'] + [action]
     reframe = str(Path(sys.executable).parent / 'reframe')
     runner = [sys.executable, '-m', 'cProfile', '-o', str(profile),
               reframe] if profile else [reframe]
     env = suite_env(work / 'home')
-    start = time.monotonic()
+    start, cpu = time.monotonic(), os.times()
     done = subprocess.run([*runner, '-C', str(REPO / 'config' / 'config.py'),
                            *argv], env=env, cwd=str(REPO),
                           capture_output=True, text=True)
     seconds = time.monotonic() - start
+    after = os.times()
+    used = (after.children_user - cpu.children_user
+            + after.children_system - cpu.children_system)
     if done.returncode != 0:
         sys.exit(f'reframe {action} failed:\n{done.stdout[-3000:]}')
-    scripts = len(list((work / f'prefix-{action}').rglob('rfm_job.sh')))
+    scripts = len([p for p in (work / f'prefix-{name}').rglob('rfm_job.sh')
+                   if 'fanout' not in p.parts])
+    print(f'  ({name}: {seconds:.1f} s wall, {used:.1f} s CPU)')
     return seconds, scripts
 
 
@@ -92,6 +103,7 @@ def main(argv=None):
     parser.add_argument('--nodes', type=int, nargs='+',
                         default=[1000, 10000])
     parser.add_argument('--dry-run-nodes', type=int, default=50)
+    parser.add_argument('--batch-nodes', type=int, default=1000)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
@@ -103,19 +115,34 @@ def main(argv=None):
                   f'ReFrame sessions, longest argument '
                   f'{max(len(a) for v in argvs for a in v)} B, longest '
                   f'command line {max(sum(len(a) + 1 for a in v) for v in argvs)} B')
+        # the node phase's batch jobs, end to end on a whole partition
+        _, phases, _ = time_plan(work, args.batch_nodes)
+        fanned = [p for p in phases if p.scope == 'node' and not p.tag]
+        total, cases = 0.0, 0
+        for number, phase in enumerate(fanned):
+            seconds, scripts = reframe_seconds(work, phase, '--dry-run', None,
+                                               f'fan{number}')
+            total, cases = total + seconds, cases + scripts
+        print(f'node phase, batch-job checks, {args.batch_nodes} nodes '
+              f'(--node-batch {plan.NODE_BATCH}): --dry-run {total:.1f} s '
+              f'for {cases} job scripts in {len(fanned)} session(s)')
+        # what stays one case per node or pair: per case, on fewer nodes
         _, phases, _ = time_plan(work, args.dry_run_nodes)
-        node_phase = phases[0]
-        listed, _ = reframe_seconds(work, node_phase, '--list', None)
-        profile = work / 'dry-run.prof'
-        dry, scripts = reframe_seconds(work, node_phase, '--dry-run', None)
-        print(f'node phase of {args.dry_run_nodes} nodes: --list '
-              f'{listed:.1f} s, --dry-run {dry:.1f} s for {scripts} job '
-              f'scripts ({1000 * dry / max(scripts, 1):.0f} ms per test '
-              f'case)')
-        reframe_seconds(work, node_phase, '--list', profile)
+        for label, phase in (('node phase, one-node checks',
+                              next(p for p in phases if p.tag == 'one')),
+                             ('pair phase',
+                              next(p for p in phases if p.scope == 'pair'))):
+            dry, scripts = reframe_seconds(work, phase, '--dry-run', None,
+                                           phase.label)
+            print(f'{label}, {args.dry_run_nodes} nodes: --dry-run '
+                  f'{dry:.1f} s for {scripts} job scripts '
+                  f'({1000 * dry / max(scripts, 1):.0f} ms per test case)')
+        node_phase = next(p for p in phases if p.tag == 'one')
+        profile = work / 'list.prof'
+        reframe_seconds(work, node_phase, '--list', profile, 'profile')
         walk, total = stack_walk_share(profile)
-        print(f'--list under cProfile: {total:.1f} s, of which '
-              f'inspect.stack (deprecation warnings) {walk:.1f} s '
+        print(f'--list of the one-node checks under cProfile: {total:.1f} s, '
+              f'of which inspect.stack (deprecation warnings) {walk:.1f} s '
               f'({100 * walk / total:.0f}%)')
 
 

@@ -1,0 +1,194 @@
+"""A node-scope check run on a batch of nodes in one job (fan_out.py says
+how the job script does it): sanity and performance per node, through the
+check's own parser and sanity rules.
+
+- ``node_failures``: node -> why its output failed sanity (a bad node);
+- ``nodes_not_measured``: node -> why its step measured nothing;
+- perf variables ``<name>@<node>`` for every node that passed, each with
+  the reference of ``<name>`` (``metric_nodes`` maps them back).
+The case fails only when no node passed, so that the good nodes' numbers
+are still logged.
+"""
+from __future__ import annotations
+
+import os
+
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.exceptions import SanityError
+from reframe.utility import ScopedDict
+
+from . import fan_out, launch
+from .parsed_output import ParsedOutput
+
+
+class FansOut(ParsedOutput):
+    #: True where the check can run once per node of a batch job (its
+    #: command is one single-node run); see plan.py's FANOUT_CHECKS.
+    fans_out = variable(typ.Bool, value=False)
+
+    node_failures = variable(typ.Dict[str, str], value={})
+    nodes_not_measured = variable(typ.Dict[str, str], value={})
+    #: Perf variable -> the node it measured ('triad_bw@hb-3' -> 'hb-3').
+    metric_nodes = variable(typ.Dict[str, str], value={})
+    #: The check's own perf variables (name -> unit), each measured per node.
+    node_metrics = variable(typ.Dict[str, str], value={})
+    #: Ranks of each node's step (its row's check_num_tasks, as a one-node
+    #: job's); 0 = not fanned out.
+    step_ranks = variable(int, value=0)
+    #: The node whose output is being read ('' = the job's own output).
+    measuring_node = variable(str, value='', loggable=False)
+
+    def fanned_out(self) -> bool:
+        pinned = getattr(self, 'pinned_nodes', [])
+        return bool(self.fans_out and len(pinned) > 1
+                    and not self.is_local())
+
+    def output_dir(self) -> str:
+        if not self.measuring_node:
+            return super().output_dir()
+        return os.path.join(self.stagedir,
+                            fan_out.node_dir(self.measuring_node))
+
+    def stream_names(self) -> tuple[str, str]:
+        if not self.measuring_node:
+            return super().stream_names()
+        return fan_out.STEP_OUT, fan_out.STEP_ERR
+
+    @run_before('run', always_last=True)
+    def _fan_out_over_nodes(self):
+        if not self.fanned_out():
+            return
+        nodes = list(self.pinned_nodes)
+        ranks = self.num_tasks_per_node or self.num_tasks or 1
+        launcher = self.job.launcher
+        steps = {node: fan_out.step_launcher(
+            launcher.registered_name, self.job.scheduler.registered_name,
+            ranks, self.num_cpus_per_task, launcher.options, node)
+            for node in nodes}
+        if None in steps.values():
+            self.skip(f'launcher {launcher.registered_name} cannot start '
+                      f'one job step per node: run with --node-batch 1')
+        command = ' '.join([self.executable, *self.executable_opts])
+        keep = tuple(sn.evaluate(name) for name in (self.stdout, self.stderr))
+        self.prerun_cmds += fan_out.script_lines(nodes, steps, command, keep)
+        self.executable, self.executable_opts = 'wait', []
+        launch.batch_shell(self.job)
+        self.num_tasks = ranks * len(nodes)
+        self.step_ranks = ranks
+        self.num_tasks_per_node = ranks
+        self.keep_files.append(fan_out.FANOUT_DIR)
+
+    def check_output(self) -> None:
+        if not self.fanned_out():
+            return super().check_output()
+        self.check_job()
+        if not self.job_nodes:
+            # its first line records the nodes: the script never started
+            raise SanityError('the batch job never started')
+        failures, missing, passed = {}, {}, []
+        for node in self.pinned_nodes:
+            directory = os.path.join(self.stagedir, fan_out.node_dir(node))
+            why = fan_out.unmeasured_reason(
+                node, fan_out.read_exit_code(
+                    os.path.join(directory, fan_out.STEP_EXIT)),
+                fan_out.last_line(os.path.join(directory, fan_out.STEP_ERR)))
+            if why:
+                missing[node] = why
+                continue
+            try:
+                self._on_node(node, self.check_parsed)
+            except SanityError as error:
+                # as ReFrame words a one-node case's fail_reason
+                failures[node] = f'sanity error: {error}'
+            else:
+                passed.append(node)
+        self.node_failures, self.nodes_not_measured = failures, missing
+        if not passed:
+            raise SanityError('no node passed: ' + '; '.join(
+                f'{node}: {why}' for node, why in {**failures,
+                                                   **missing}.items()))
+
+    def passed_nodes(self) -> list[str]:
+        return [node for node in self.pinned_nodes
+                if node not in self.node_failures
+                and node not in self.nodes_not_measured]
+
+    def _on_node(self, node: str, read):
+        previous, self.measuring_node = self.measuring_node, node
+        try:
+            return read()
+        finally:
+            self.measuring_node = previous
+
+    @sn.deferrable
+    def _value_on(self, node: str, read):
+        # *read* is a plain callable: a deferred argument would be
+        # evaluated before this runs, on no node in particular
+        return self._on_node(node, read)
+
+    def parsed(self):
+        if self.fanned_out() and not self.measuring_node:
+            # what is not per node (a STREAM method): the first good node
+            nodes = self.passed_nodes() or list(self.pinned_nodes)
+            return self._on_node(nodes[0], super().parsed)
+        return super().parsed()
+
+    @run_before('performance', always_last=True)
+    def _perf_variables_per_node(self):
+        if not self.fanned_out():
+            return
+        target = self.current_partition.fullname
+        table = {}
+        per_node = {}
+        passed = self.passed_nodes()
+        for name, function in self.perf_variables.items():
+            self.node_metrics[name] = function.unit
+            # the nodes that measured nothing get rows too (no value), as
+            # their one-node cases would (config/results/records.py)
+            for node in self.pinned_nodes:
+                var = fan_out.node_var(name, node)
+                if node in passed:
+                    per_node[var] = sn.make_performance_function(
+                        self._value_on(node,
+                                       lambda f=function: sn.evaluate(f)),
+                        function.unit)
+                self.metric_nodes[var] = node
+                self._copy_facts(name, var)
+                reference = self._reference_of(target, name)
+                if reference is not None:
+                    table[var] = reference
+        self.perf_variables = per_node
+        if table:
+            tables = self._reference_tables()
+            tables[target] = {**tables.get(target, {}), **table}
+            self.reference = tables
+
+    def _reference_of(self, target: str, name: str):
+        # a ScopedDict once ReFrame has seen it: looked up scope:name
+        try:
+            return self.reference[f'{target}:{name}']
+        except KeyError:
+            return None
+
+    def _reference_tables(self) -> dict[str, dict]:
+        """{target: {var: reference}}, from a plain dict or a ScopedDict
+        (whose keys are 'target:var')."""
+        if not isinstance(self.reference, ScopedDict):
+            return {target: dict(table)
+                    for target, table in self.reference.items()}
+        tables = {}
+        for key in self.reference.keys():
+            target, _, var = key.rpartition(':')
+            tables.setdefault(target, {})[var] = self.reference[key]
+        return tables
+
+    def _copy_facts(self, name: str, var: str) -> None:
+        """What a row of *var* says about its metric, as for *name*."""
+        # (reference_differences stay by metric: check_params holds them
+        # whole, as a one-node case's row does)
+        for facts in ('reference_sources', 'metric_reference_keys',
+                      'metric_devices'):
+            found = getattr(self, facts, None)
+            if found is not None and name in found:
+                found[var] = found[name]
