@@ -4,6 +4,7 @@ Slurm: the case's one job runs the check on each node of its allocation
 are those the one-node cases give (one node slow fails on its peers, one
 node's bad output makes only that node bad). Plus the job-script and
 judging rules on their own."""
+import json
 import re
 from pathlib import Path
 
@@ -291,7 +292,14 @@ def test_an_nccl_batch_job_runs_eight_ranks_on_each_gpu_node(tmp_path):
     from tests.test_gpu_checks import dry_run
     dry_run(tmp_path, 'azure:ndv5', '-n', '^NcclSingleNode%collective=all_reduce',
             '-P', 'pinned_nodes=nd-1,nd-2', '--param-values-delim', ';',
+            '--report-file', str(tmp_path / 'report.json'),
             checks=('checks/gpu/nccl.py',))
+    # a dry run measures nothing: one perf variable per metric, not one per
+    # metric and node (ReFrame logs a record for each, even in a dry run)
+    [case] = json.loads((tmp_path / 'report.json').read_text()
+                        )['runs'][0]['testcases']
+    names = [key.split(':')[-1] for key in case['perfvalues']]
+    assert names and not [name for name in names if '@' in name], names
     [script] = [p for p in (tmp_path / 'rfm' / 'stage').rglob('rfm_job.sh')]
     text = script.read_text()
     for line in ('#SBATCH --ntasks=16', '#SBATCH --ntasks-per-node=8',
