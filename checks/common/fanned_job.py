@@ -141,6 +141,12 @@ class FansOut(ParsedOutput):
                 f'{node}: {why}' for node, why in {**failures,
                                                    **missing}.items()))
 
+    def measured_nothing(self) -> bool:
+        """A --dry-run: no job was submitted. (ReFrame also evaluates the
+        perf variables of a failed test in its dry-run mode, to log them:
+        that job ran, and its rows are per node.)"""
+        return self.is_dry_run() and self.job.jobid is None
+
     def passed_nodes(self) -> list[str]:
         return [node for node in self.fanned_groups
                 if node not in self.node_failures
@@ -168,7 +174,7 @@ class FansOut(ParsedOutput):
 
     @run_before('performance', always_last=True)
     def _perf_variables_per_node(self):
-        if not self.fanned_out() or self.is_dry_run():
+        if not self.fanned_out() or self.measured_nothing():
             return
         target = self.current_partition.fullname
         table = {}

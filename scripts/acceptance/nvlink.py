@@ -93,8 +93,8 @@ def domains_so_far(results, phase: Phase, blocks=None) -> dict[str, str]:
 
 def label_findings(phase: Phase, findings: list) -> None:
     """Name the domain (or 'across') in the findings of a split run."""
-    if not phase.tag:
-        return
+    if phase.tag != CROSS_TAG and not phase.tag.startswith('nvlink-'):
+        return  # not a split set run (a batch, confirm or re-pair tag)
     where = ('across NVLink domains' if phase.tag == CROSS_TAG
              else f'NVLink domain {phase.tag[len("nvlink-"):]}…')
     for finding in findings:
