@@ -65,7 +65,8 @@ def test_a_node_of_another_sku_is_a_finding_and_informational(sandbox_env):
         env = {**sandbox_env, 'CLUSTERPROOF_IMDS_URL': imds.url}
         result, summary = acceptance(
             env, '--system', 'sandbox', '--partition', 'hbv4', *STREAM_ONLY,
-            '--', '-S', 'array_size=20000000')
+            # one job per node: a batch job reads its first node's size only
+            '--node-batch', '1', '--', '-S', 'array_size=20000000')
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     assert verdict_of(summary) == expected('good', {'sb-n3': 'not_measured'})

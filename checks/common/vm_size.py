@@ -11,7 +11,8 @@ the variable is set). ``%n`` in it stands for the node's Slurm name, for
 stand-ins that serve several fake nodes from one host.
 
 The batch script runs on the job's first node, so a multi-node job records
-that node's size; the node-scope phase of acceptance (one job per node)
+that node's size, and so does a batch job of acceptance's node phase
+(fanned_job.py); with ``--node-batch 1`` (one job per node) acceptance
 records every node's.
 
 Rows carry the answer in ``vm_sku_observed``; references are looked up for
