@@ -64,7 +64,7 @@ def test_collectives_run_once_over_every_node():
     phases = plan.phases('sandbox', 'hbv4', NODES)
     # the batch-job node checks, the one-node ones, pairs, the set, the rest
     assert [p.label for p in phases] == ['hbv4-node', 'hbv4-node-one',
-                                         'hbv4-pair', 'hbv4-pair-one',
+                                         'hbv4-pair',
                                          'hbv4-set', 'hbv4-whole']
     assert phases[0].pins == [tuple(NODES)]
     assert phases[1].pins == [(node,) for node in NODES]
