@@ -44,8 +44,11 @@ def test_ring_pairs_give_every_node_two_partners():
 
 
 def test_pins_travel_as_one_reframe_parameter():
-    batch, phase = [p for p in plan.phases('sandbox', 'hbv4', NODES[:3])
-                    if p.scope == 'pair']
+    # every pair check batches; --node-batch 1: one pin per pair
+    [batch] = [p for p in plan.phases('sandbox', 'hbv4', NODES[:3])
+               if p.scope == 'pair']
+    [phase] = [p for p in plan.phases('sandbox', 'hbv4', NODES[:3],
+                                      node_batch=1) if p.scope == 'pair']
     options = plan.reframe_options(phase, plan.Selection(checks=['checks']),
                                    'r.json', 'prefix', retries=2)
     assert options[options.index('-P') + 1] == \
@@ -64,7 +67,7 @@ def test_collectives_run_once_over_every_node():
     phases = plan.phases('sandbox', 'hbv4', NODES)
     # the batch-job node checks, the one-node ones, pairs, the set, the rest
     assert [p.label for p in phases] == ['hbv4-node', 'hbv4-node-one',
-                                         'hbv4-pair', 'hbv4-pair-one',
+                                         'hbv4-pair',
                                          'hbv4-set', 'hbv4-whole']
     assert phases[0].pins == [tuple(NODES)]
     assert phases[1].pins == [(node,) for node in NODES]

@@ -137,8 +137,7 @@ def test_the_plans_fan_out_checks_are_those_that_fan_out():
             space['fans_out'].default_value is True
     fanning = {name for name in plan.NODE_CHECKS if fans_out(classes[name])}
     assert fanning == set(plan.FANOUT_CHECKS)
-    assert set(plan.SINGLE_NODE_CHECKS) == {'PerftestLoopback',
-                                            'NvlinkFabric'}
+    assert set(plan.SINGLE_NODE_CHECKS) == {'NvlinkFabric'}
 
 
 # --- for real ----------------------------------------------------------------

@@ -73,9 +73,9 @@ def test_the_pair_phase_is_one_session_of_paths_and_one_of_pairs():
     # 32 paths of 33 names: two sessions of at most MAX_NAMES names
     assert [(p.label, len(p.pins), p.names) for p in pair] == [
         ('hbv4-pair-1of2', 30, plan.PAIR_FANOUT_CHECKS),
-        ('hbv4-pair-2of2', 2, plan.PAIR_FANOUT_CHECKS),
-        ('hbv4-pair-one-1of2', 500, plan.SINGLE_PAIR_CHECKS),
-        ('hbv4-pair-one-2of2', 500, plan.SINGLE_PAIR_CHECKS)]
+        ('hbv4-pair-2of2', 2, plan.PAIR_FANOUT_CHECKS)]
+    # every pair check batches: no session of one pair per job
+    assert plan.SINGLE_PAIR_CHECKS == ()
     assert pair[1].pins[-1][-1] == 'hb-0001'   # the ring closes
     assert [len(pin) for p in pair[:2] for pin in p.pins] == \
         [33] * 31 + [1000 - 31 * 32 + 1]

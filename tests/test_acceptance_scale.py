@@ -23,12 +23,11 @@ def test_ten_thousand_nodes_plan_in_batches_of_bounded_arguments():
     per_session = plan.MAX_NAMES // plan.NODE_BATCH   # batch pins a session
     fanned = -(-jobs // per_session)
     single = -(-len(nodes) // plan.MAX_PINS)
-    pairs = -(-len(nodes) // plan.MAX_PINS)
     # batches of NODE_BATCH ring pairs, each a path of NODE_BATCH + 1 names
     paths = -(-len(nodes) // plan.NODE_BATCH)
     paired = -(-paths // (plan.MAX_NAMES // (plan.NODE_BATCH + 1)))
     assert scopes == [('node', '')] * fanned + [('node', 'one')] * single + \
-        [('pair', '')] * paired + [('pair', 'one')] * pairs + \
+        [('pair', '')] * paired + \
         [('set', ''), ('whole', '')]
     # the fan-out checks: every node in exactly one batch of NODE_BATCH
     batch_pins = [pin for p in phases if (p.scope, p.tag) == ('node', '')
@@ -39,8 +38,6 @@ def test_ten_thousand_nodes_plan_in_batches_of_bounded_arguments():
     # the others: every node in exactly one one-node pin
     assert [pin[0] for p in phases if (p.scope, p.tag) == ('node', 'one')
             for pin in p.pins] == nodes
-    assert [pin for p in phases if (p.scope, p.tag) == ('pair', 'one')
-            for pin in p.pins] == plan.ring_pairs(nodes)
     # the batched pair checks: every ring pair once, in the ring's order
     assert [pair for p in phases if (p.scope, p.tag) == ('pair', '')
             for pin in p.pins for pair in fan_out.path_pairs(list(pin))] \
@@ -72,7 +69,7 @@ def test_host_ranges_keep_prefix_width_and_gaps():
 def test_a_small_partition_is_one_session_per_scope():
     phases = plan.phases('sandbox', 'hbv4', ['sb-n1', 'sb-n2', 'sb-n3'])
     assert [p.label for p in phases] == ['hbv4-node', 'hbv4-node-one',
-                                         'hbv4-pair', 'hbv4-pair-one',
+                                         'hbv4-pair',
                                          'hbv4-set', 'hbv4-whole']
     # --node-batch 1: one job per node for every node check, as before
     phases = plan.phases('sandbox', 'hbv4', ['sb-n1', 'sb-n2'], node_batch=1)

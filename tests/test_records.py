@@ -68,6 +68,20 @@ def test_a_value_without_reference_has_no_verdict():
     assert row['check_perf_result'] == 'no_reference'
 
 
+def test_a_failed_case_without_reference_has_no_reference_value():
+    # sanity failed: no result, ReFrame's placeholder reference 0
+    row = records.row_from_log_record(perf_record(
+        check_perf_value=None, check_perf_ref=0, check_perf_lower_thres=None,
+        check_perf_upper_thres=None, check_perf_result=None), 's')
+    assert row['check_perf_ref'] is None
+    # a failed case with a reference keeps it
+    row = records.row_from_log_record(perf_record(
+        check_perf_value=None, check_perf_ref=500,
+        check_perf_lower_thres=-0.1, check_perf_upper_thres=None,
+        check_perf_result=None), 's')
+    assert row['check_perf_ref'] == 500.0
+
+
 def test_each_handler_sends_the_same_row():
     record = perf_record()
     first = records.row_from_log_record(record, 's')

@@ -102,12 +102,15 @@ def step_launcher(launcher: str, scheduler: str, ranks: int,
 
 def script_lines(labels: list[str], steps: dict[str, list[str]],
                  command: str, keep: tuple[str, ...],
-                 rounds: list[list[str]] | None = None) -> list[str]:
+                 rounds: list[list[str]] | None = None,
+                 commands: dict[str, str] | None = None) -> list[str]:
     """Job script lines that start every group's step in the background,
     each in its own directory; *rounds* (default: all groups at once) run
     one after the other, each waiting for the previous one; the caller
     ends with ``wait``. *keep*: the stage directory's files not to link
-    (the job's own stdout/stderr)."""
+    (the job's own stdout/stderr). *commands*: a group's whole command
+    line instead of its step and *command* (a script that starts its own
+    job steps, run from the batch shell)."""
     dirs = ' '.join(shlex.quote(node_dir(label)) for label in labels)
     skip = '|'.join(shlex.quote(name) for name in keep) or '""'
     lines = [
@@ -121,8 +124,9 @@ def script_lines(labels: list[str], steps: dict[str, list[str]],
             lines.append('wait')
         for label in labels_of_round:
             step = ' '.join(shlex.quote(word) for word in steps[label])
+            line = (commands or {}).get(label) or f'{step} {command}'
             lines.append(
-                f'(cd {shlex.quote(node_dir(label))} && {step} {command} '
+                f'(cd {shlex.quote(node_dir(label))} && {line} '
                 f'> {STEP_OUT} 2> {STEP_ERR}; echo $? > {STEP_EXIT}) &')
     return lines
 

@@ -99,8 +99,12 @@ class FansOut(ParsedOutput):
                       for found in fan_out.path_rounds(groups)]
         command = ' '.join([self.executable, *self.executable_opts])
         keep = tuple(sn.evaluate(name) for name in (self.stdout, self.stderr))
-        self.prerun_cmds += fan_out.script_lines(labels, steps, command, keep,
-                                                 rounds)
+        commands = {label: self.group_command(index, group)
+                    for index, (label, group) in enumerate(zip(labels,
+                                                               groups))}
+        self.prerun_cmds += fan_out.script_lines(
+            labels, steps, command, keep, rounds,
+            {label: line for label, line in commands.items() if line})
         self.executable, self.executable_opts = 'wait', []
         launch.batch_shell(self.job)
         self.job.pin_nodes = nodes
@@ -110,6 +114,13 @@ class FansOut(ParsedOutput):
         self.num_tasks_per_node = ranks
         self.fanned_groups = labels
         self.keep_files.append(fan_out.FANOUT_DIR)
+
+    def group_command(self, index: int, group: tuple[str, ...]) -> str:
+        """The whole command line of the *index*-th group, run from the
+        batch shell in its directory; '' = the group's job step running
+        the check's command (a check whose command starts its own job
+        steps says here how it is told its nodes)."""
+        return ''
 
     def check_output(self) -> None:
         if not self.fanned_out():
@@ -167,10 +178,13 @@ class FansOut(ParsedOutput):
 
     def parsed(self):
         if self.fanned_out() and not self.measuring_node:
-            # what is not per node (a STREAM method): the first good node
-            nodes = self.passed_nodes() or list(self.fanned_groups)
-            return self._on_node(nodes[0], super().parsed)
+            return self._on_first_good_group(super().parsed)
         return super().parsed()
+
+    def _on_first_good_group(self, read):
+        # what is not per node (a STREAM method): the first good node
+        nodes = self.passed_nodes() or list(self.fanned_groups)
+        return self._on_node(nodes[0], read)
 
     @run_before('performance', always_last=True)
     def _perf_variables_per_node(self):

@@ -94,7 +94,15 @@ stop_servers() {
 trap stop_servers EXIT
 
 pair() {
-    local hca=$1 port=$2; shift 2
+    # the port (and the -p word of the command) moved by $PORT_SHIFT
+    local hca=$1 port=$(($2 + PORT_SHIFT)); shift 2
+    local word previous='' words=()
+    for word in "$@"; do
+        [ "$previous" = -p ] && word=$port
+        words+=("$word")
+        previous=$word
+    done
+    set -- "${words[@]}"
     on "$server" "$hca" "$@" > "$hca.server.out" 2>&1 &
     local pid=$!
     server_pids+=("$pid")
@@ -130,6 +138,10 @@ def job_script(pairs: list[tuple[str, int, list[str]]], loopback: bool,
     ``pairs``: (hca, port, command) with the command both sides run; the
     client gets the server's host name appended. ``step_options`` go to
     the srun of each side (e.g. the GPUs for GPU memory).
+
+    Without arguments the script runs on the job's first node (loopback)
+    or first two; ``perftest_hcas.sh SERVER CLIENT SHIFT`` runs it on
+    those nodes, every port moved by SHIFT (a batch job's groups).
     """
     lines = ['#!/bin/bash',
              '# clusterproof perftest: one server/client pair per HCA',
@@ -141,6 +153,10 @@ def job_script(pairs: list[tuple[str, int, list[str]]], loopback: bool,
              'nodes=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))',
              'server=${nodes[0]}',
              ('client=$server' if loopback else 'client=${nodes[1]}'),
+             '# a batch job names the group: server node, client node,',
+             '# the shift of its ports (groups running at once differ)',
+             'if [ $# -ge 2 ]; then server=$1; client=$2; fi',
+             'PORT_SHIFT=${3:-0}',
              _HELPERS.strip('\n')]
     for hca, port, command in pairs:
         lines.append(f'pair {shlex.quote(hca)} {port} '
@@ -363,8 +379,16 @@ class PerftestBase(BenchmarkTest):
         self.executable = 'bash'
         self.executable_opts = [SCRIPT]
 
+    def group_command(self, index: int, group: tuple[str, ...]) -> str:
+        # each group's ports apart from those of every other group (the
+        # sandbox's nodes are all one host)
+        server, client = group[0], group[-1]
+        shift = index * len(self.hca_list())
+        return ' '.join(['bash', SCRIPT, shlex.quote(server),
+                         shlex.quote(client), str(shift)])
+
     def parse_hca(self, hca: str) -> parsers.ParseResult:
-        path = os.path.join(self.stagedir, f'{hca}.out')
+        path = os.path.join(self.output_dir(), f'{hca}.out')
         if os.path.isfile(path):
             with open(path, errors='replace') as fp:
                 note = job_note(fp.read())
@@ -379,19 +403,25 @@ class PerftestBase(BenchmarkTest):
         return result
 
     def parsed(self):
+        if self.fanned_out() and not self.measuring_node:
+            return self._on_first_good_group(self.parsed)
+        # one result per group of a batch job ('' = the job's own)
         cache = self.__dict__.setdefault('_clusterproof_per_hca', {})
-        if 'result' not in cache:
-            cache['result'] = per_hca_result(
+        if self.measuring_node not in cache:
+            cache[self.measuring_node] = per_hca_result(
                 {hca: self.parse_hca(hca) for hca in self.hca_list()})
-        return cache['result']
+        return cache[self.measuring_node]
 
 @rfm.simple_test
 class PerftestPair(PerftestBase):
     descr = ('perftest per InfiniBand HCA between two nodes (server on the '
              'first, client on the second)')
+    fans_out = True
+    fan_group_size = 2
 
 
 @rfm.simple_test
 class PerftestLoopback(PerftestBase):
     descr = 'perftest per InfiniBand HCA, server and client on one node'
     loopback = True
+    fans_out = True

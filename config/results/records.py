@@ -97,6 +97,16 @@ def perf_result(result, ref, lower, upper) -> str | None:
     return 'informational' if ref else 'no_reference'
 
 
+def _without_reference(attrs: dict, result: str | None) -> bool:
+    """A value without a reference, or a failed case's variable without
+    one (no result; ReFrame's placeholder reference 0, no thresholds)."""
+    if result == 'no_reference':
+        return True
+    return (result is None and not attrs.get('check_perf_ref')
+            and attrs.get('check_perf_lower_thres') is None
+            and attrs.get('check_perf_upper_thres') is None)
+
+
 def _check_facts(check) -> dict:
     """What only the test object knows: SKU, parameters, sources."""
     if check is None:
@@ -283,7 +293,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
             attrs.get('check_job_completion_time') or None,
         'check_perf_result': result,
         # ReFrame logs 0 for a variable without a reference: none is null
-        'check_perf_ref': (None if result == 'no_reference'
+        'check_perf_ref': (None if _without_reference(attrs, result)
                            else attrs.get('check_perf_ref')),
         'check_job_nodelist': (_group_nodes(node, facts) if node
                                else facts.get('job_nodes')

@@ -34,17 +34,17 @@ PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
 #: Node checks that run once per node of a batch job (fans_out = True).
-#: The others stay one node per job: PerftestLoopback's script starts its
-#: own job steps, NvlinkFabric reads nvidia-smi in its own hooks.
+#: (PerftestLoopback runs its script once per node, from the batch shell.)
+#: NvlinkFabric stays one node per job: it reads nvidia-smi in its own
+#: hooks.
 FANOUT_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck',
                  'HplSpackCheck', 'HpcgCheck', 'HpcgSpackCheck', 'HpccNode',
-                 'NcclSingleNode')
+                 'NcclSingleNode', 'PerftestLoopback')
 SINGLE_NODE_CHECKS = tuple(c for c in NODE_CHECKS if c not in FANOUT_CHECKS)
 #: Pair checks that run once per pair of a batch job (fan_group_size 2).
-#: PerftestPair stays one pair per job: its script starts its own steps
-#: on the job's first two nodes.
+#: (PerftestPair runs its script once per pair, from the batch shell.)
 PAIR_FANOUT_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack',
-                      'HpccTwoNodes')
+                      'HpccTwoNodes', 'PerftestPair')
 SINGLE_PAIR_CHECKS = tuple(c for c in PAIR_CHECKS
                            if c not in PAIR_FANOUT_CHECKS)
 #: Nodes per batch job of a fan-out check (--node-batch): 32 makes a
@@ -240,8 +240,9 @@ def phases(system: str, partition: str, nodes: list[str] | None,
         found += _batched(system, partition, 'pair',
                           ring_paths(nodes, node_batch),
                           names=PAIR_FANOUT_CHECKS)
-        found += _batched(system, partition, 'pair', pairs, tag='one',
-                          names=SINGLE_PAIR_CHECKS)
+        if SINGLE_PAIR_CHECKS:   # (every pair check batches now)
+            found += _batched(system, partition, 'pair', pairs, tag='one',
+                              names=SINGLE_PAIR_CHECKS)
     elif pairs:
         found += _batched(system, partition, 'pair', pairs)
     if pairs:

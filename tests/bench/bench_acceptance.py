@@ -136,8 +136,11 @@ def main(argv=None):
         _, phases, _ = time_plan(work, args.dry_run_nodes)
         for label, scope in (('node phase, one-node checks', 'node'),
                              ('pair phase, one-pair checks', 'pair')):
-            phase = next(p for p in phases if p.scope == scope
-                         and p.tag == 'one')
+            phase = next((p for p in phases if p.scope == scope
+                          and p.tag == 'one'), None)
+            if phase is None:
+                print(f'{label}: none (every check of the scope batches)')
+                continue
             dry, scripts = reframe_seconds(work, phase, '--dry-run', None,
                                            phase.label)
             print(f'{label}, {args.dry_run_nodes} nodes: --dry-run '
