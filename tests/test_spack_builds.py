@@ -32,7 +32,7 @@ def test_the_job_loads_the_fixture_build_first(scripts, check):
     # health before the test may come before: job_nodes.py, vm_size.py,
     # health_sampling.py)
     records = (job_nodes.NODES_FILE, vm_size.VM_SIZE_FILE,
-               health_sampling.SAMPLER_COPY)
+               vm_size.VM_SIZES_DIR, health_sampling.SAMPLER_COPY)
     body = [line for line in scripts[check].splitlines()
             if line and not line.startswith(('#', 'export '))
             and not any(name in line for name in records)]

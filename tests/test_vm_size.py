@@ -1,13 +1,16 @@
 """The node says what it is: every job asks the metadata service for its VM
 size (here a loopback stand-in that, like IMDS, answers only with
 `Metadata: true`), rows carry it, and a node of another SKU than its
-partition declares is a finding with informational results. Nothing is sent
-to 169.254.169.254 or any other non-loopback address: the URL is a setting,
-and the azure job scripts are only written (--dry-run), never run."""
+partition declares is a finding with informational results, for that node
+only, also in a batch job of many nodes (every node asks for itself).
+Nothing is sent to 169.254.169.254 or any other non-loopback address: the
+URL is a setting, and the azure job scripts are only written (--dry-run),
+never run."""
 import os
+import shlex
 import subprocess
 
-from checks.common import vm_size
+from checks.common import references, vm_size
 from tests.helpers import only_job_script
 from tests.loopback_imds import LoopbackImds
 from tests.test_acceptance import (NODES, STREAM_ONLY, acceptance,  # noqa
@@ -58,6 +61,23 @@ def test_azure_job_scripts_ask_imds_with_a_2s_limit(tmp_path):
             "clusterproof_vm_size.txt 2>/dev/null || true") in script
 
 
+def test_every_node_of_a_slurm_job_asks_for_itself(tmp_path):
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
+    line = next(line for line in script.splitlines()
+                if vm_size.VM_SIZES_DIR in line)
+    assert line.startswith('if [ "${SLURM_JOB_NUM_NODES:-1}" -gt 1 ]; then '
+                           'mkdir -p clusterproof_vm_sizes && srun '
+                           '--overlap --nodes="$SLURM_JOB_NUM_NODES" '
+                           '--ntasks="$SLURM_JOB_NUM_NODES" '
+                           '--ntasks-per-node=1 sh -c ')
+    words = shlex.split(line)
+    ask = words[words.index('-c') + 1]   # what each node's task runs
+    assert ask.startswith("curl -s -f -m 2 -H 'Metadata: true' --noproxy "
+                          "'*' 'http://169.254.169.254/metadata/instance/")
+    assert ask.endswith(' > clusterproof_vm_sizes/"${SLURMD_NODENAME:-'
+                        '$(hostname -s)}".txt 2>/dev/null || true')
+
+
 def test_a_node_of_another_sku_is_a_finding_and_informational(sandbox_env):
     sizes = {node: 'Standard_HB176rs_v4' for node in NODES}
     sizes['sb-n3'] = 'Standard_HB120rs_v3'
@@ -65,21 +85,40 @@ def test_a_node_of_another_sku_is_a_finding_and_informational(sandbox_env):
         env = {**sandbox_env, 'CLUSTERPROOF_IMDS_URL': imds.url}
         result, summary = acceptance(
             env, '--system', 'sandbox', '--partition', 'hbv4', *STREAM_ONLY,
-            # one job per node: a batch job reads its first node's size only
-            '--node-batch', '1', '--', '-S', 'array_size=20000000')
+            '--', '-S', 'array_size=20000000')
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     assert verdict_of(summary) == expected('good', {'sb-n3': 'not_measured'})
     assert ('partition hbv4 declares Standard_HB176rs_v4, node sb-n3 is '
             'Standard_HB120rs_v3: its results are informational') in out
+    # every node asked for itself, in one batch job (the default batch)
     assert {r['node'] for r in imds.requests} == set(NODES)
     assert all(r['metadata'] == 'true' for r in imds.requests)
     rows = {r['check_job_nodelist'][0]: r for r in stored(env)
             if r['check_perf_var'] == 'triad_bw'}
+    assert len({r['check_jobid'] for r in rows.values()}) == 1
     assert {n: r['vm_sku_observed'] for n, r in rows.items()} == sizes
     assert {n: r['vm_sku'] for n, r in rows.items()} == \
         {n: 'Standard_HB176rs_v4' for n in NODES}
-    # judged against nothing: the observed SKU's reference, shown
-    assert rows['sb-n3']['check_perf_result'] == 'informational'
-    assert rows['sb-n3']['check_perf_lower_thres'] is None
-    assert rows['sb-n1']['check_perf_result'] == 'pass'
+    # sb-n3's row as its one-node job's: judged against nothing, the
+    # observed SKU's reference, key, source and peak shown
+    odd = rows['sb-n3']
+    assert odd['check_perf_result'] == 'informational'
+    assert odd['check_perf_lower_thres'] is None
+    match = references.find('stream', 'triad_bw', 'Standard_HB120rs_v3',
+                            odd['check_params']['measured_method'])
+    assert odd['check_perf_ref'] == match.reference.value
+    assert odd['reference_source'] == match.reference.source
+    assert odd['check_perf_peak'] == references.lookup_peaks(
+        'stream', 'Standard_HB120rs_v3')['triad_bw'].value
+    assert odd['reference_key'].startswith('triad_bw|HB120rs_v3|')
+    assert odd['check_params']['no_verdict_reasons'] == [
+        'partition hbv4 declares Standard_HB176rs_v4, node sb-n3 is '
+        'Standard_HB120rs_v3']
+    # the other nodes of the batch judged as their partition's SKU
+    for node in set(NODES) - {'sb-n3'}:
+        assert rows[node]['check_perf_result'] == 'pass', node
+        assert rows[node]['reference_key'].startswith(
+            'triad_bw|HB176rs_v4|')
+        assert 'no_verdict_reasons' not in rows[node]['check_params']
+

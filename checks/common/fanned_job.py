@@ -44,6 +44,12 @@ class FansOut(ParsedOutput):
     #: Ranks of each node's step (its row's check_num_tasks, as a one-node
     #: job's); 0 = not fanned out.
     step_ranks = variable(int, value=0)
+    #: Group -> {metric: peak} and {metric: its source}, for a group
+    #: with a node of another VM size than the partition declares (its
+    #: rows say that size's peaks, as its one-node job's would).
+    group_peaks = variable(typ.Dict[str, typ.Dict[str, float]], value={})
+    group_peak_sources = variable(typ.Dict[str, typ.Dict[str, str]],
+                                  value={})
     #: The node whose output is being read ('' = the job's own output).
     measuring_node = variable(str, value='', loggable=False)
 
@@ -194,6 +200,8 @@ class FansOut(ParsedOutput):
         table = {}
         per_node = {}
         passed = self.passed_nodes()
+        odd = self._groups_of_another_sku()
+        lookups = {sku: self._sku_lookup(sku) for sku in set(odd.values())}
         for name, function in self.perf_variables.items():
             self.node_metrics[name] = function.unit
             # the nodes that measured nothing get rows too (no value), as
@@ -208,13 +216,53 @@ class FansOut(ParsedOutput):
                 self.metric_nodes[var] = node
                 self._copy_facts(name, var)
                 reference = self._reference_of(target, name)
+                if node in odd:
+                    reference = self._informational(
+                        lookups[odd[node]], name, var, reference)
                 if reference is not None:
                     table[var] = reference
         self.perf_variables = per_node
+        for label, sku in odd.items():
+            if hasattr(self, 'sku_peaks'):   # sku_references.py
+                self.group_peaks[label], self.group_peak_sources[label] = \
+                    self.sku_peaks(sku)
         if table:
             tables = self._reference_tables()
             tables[target] = {**tables.get(target, {}), **table}
             self.reference = tables
+
+    def _groups_of_another_sku(self) -> dict[str, str]:
+        """Group -> the VM size of its first node that is not what the
+        partition declares (vm_size.py), for the groups that have one."""
+        mismatches = getattr(self, 'vm_sku_mismatches', None) or {}
+        sizes = getattr(self, 'node_vm_skus', None) or {}
+        found = {}
+        for label in self.fanned_groups:
+            odd = [node for node in fan_out.group_nodes(label)
+                   if node in mismatches and node in sizes]
+            if odd:
+                found[label] = sizes[odd[0]]
+        return found
+
+    def _sku_lookup(self, sku: str) -> dict[str, tuple]:
+        if not getattr(self, 'reference_family', ''):
+            return {}
+        return self.sku_lookup(sku)   # sku_references.py
+
+    def _informational(self, lookup: dict, name: str, var: str, batch):
+        """The reference of *var*, measured on a node of another VM size:
+        that size's reference of *name* (else the batch's), without
+        thresholds, with its key and source."""
+        if not lookup:
+            return batch and (batch[0], None, None, batch[3])
+        key, match = lookup.get(name, (None, None))
+        if key:
+            self.metric_reference_keys[var] = key
+        if match is None:
+            self.reference_sources.pop(var, None)
+            return None
+        self.reference_sources[var] = match.reference.source
+        return (match.reference.value, None, None, match.reference.unit)
 
     def _reference_of(self, target: str, name: str):
         # a ScopedDict once ReFrame has seen it: looked up scope:name

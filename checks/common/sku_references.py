@@ -54,9 +54,10 @@ class SkuReferences(rfm.RegressionTestPlugin):
         return (getattr(self, 'vm_sku_observed', '')
                 or self.current_partition.extras.get('vm_sku', ''))
 
-    def key_sku(self) -> str:
-        """The SKU part of the keys: the VM SKU, else system:partition."""
-        return references.short_sku(self.vm_sku()) or local_sku(
+    def key_sku(self, sku: str | None = None) -> str:
+        """The SKU part of the keys: the VM SKU (*sku*, else vm_sku()),
+        else system:partition."""
+        return references.short_sku(sku or self.vm_sku()) or local_sku(
             self.current_system.name, self.current_partition.name)
 
     # -- what a check says about its run (override) -------------------------
@@ -86,23 +87,29 @@ class SkuReferences(rfm.RegressionTestPlugin):
         return found
 
     # -- the lookup ---------------------------------------------------------
+    def sku_lookup(self, sku: str) -> dict[str, tuple]:
+        """Perf variable -> (its reference key, the references.find match
+        or None) for a node of VM size *sku*, measured as this run was."""
+        method = self.reference_method()
+        nodes, fabric = self.reference_nodes(), self.reference_fabric()
+        key_sku = self.key_sku(sku)
+        return {var: (reference_key(metric, key_sku, method, nodes, fabric),
+                      references.find(self.reference_family, metric, sku,
+                                      method, nodes, fabric))
+                for var, metric in self.reference_metrics().items()}
+
     @run_before('performance')
     def _set_sku_references(self):
         if not self.reference_family:
             return
-        self._set_peaks()
-        method = self.reference_method()
-        nodes, fabric = self.reference_nodes(), self.reference_fabric()
+        self.metric_peaks, self.peak_sources = self.sku_peaks(self.vm_sku())
         target = self.current_partition.fullname
         table = dict(self.reference.get(target, {}))
         sources = dict(getattr(self, 'reference_sources', {}))
         found = {}
-        for var, metric in self.reference_metrics().items():
-            self.metric_reference_keys[var] = reference_key(
-                metric, self.key_sku(), method, nodes, fabric)
-            match = references.find(self.reference_family, metric,
-                                    self.vm_sku(), method, nodes, fabric)
-            found[var] = {'key': self.metric_reference_keys[var],
+        for var, (key, match) in self.sku_lookup(self.vm_sku()).items():
+            self.metric_reference_keys[var] = key
+            found[var] = {'key': key,
                           'reference': match and match.label,
                           'same_method': bool(match and match.same_method)}
             if match is None or var in table:
@@ -133,17 +140,19 @@ class SkuReferences(rfm.RegressionTestPlugin):
                            'no_verdict_reasons': self.no_verdict_reasons,
                            'metrics': found}, fp, indent=1, sort_keys=True)
 
-    def _set_peaks(self):
-        peaks = references.lookup_peaks(self.reference_family, self.vm_sku())
+    def sku_peaks(self, sku: str) -> tuple[dict, dict]:
+        """({metric: peak}, {metric: its source}) of a node of VM size
+        *sku* in this run."""
+        peaks = references.lookup_peaks(self.reference_family, sku)
         nodes = getattr(self, 'num_nodes', 1)
         factor, why = self.peak_factor()
         scaled = {name for name in peaks
                   if name in self.peaks_scale_with_nodes and nodes > 1}
-        self.metric_peaks = {
-            name: peak.value * factor * (nodes if name in scaled else 1)
-            for name, peak in peaks.items()}
-        self.peak_sources = {
+        values = {name: peak.value * factor * (nodes if name in scaled else 1)
+                  for name, peak in peaks.items()}
+        sources = {
             name: peak.describe() + (f'; x {nodes} nodes'
                                      if name in scaled else '')
             + (f' x {factor:g} {why}' if factor != 1 else '')
             for name, peak in peaks.items()}
+        return values, sources

@@ -1,4 +1,4 @@
-"""The VM size the node says it is, next to the nodes the job records.
+"""The VM size each node says it is, next to the nodes the job records.
 
 The job script asks the Azure Instance Metadata Service (IMDS) for
 ``compute/vmSize`` with the ``Metadata: true`` header IMDS requires and a
@@ -10,14 +10,17 @@ CLUSTERPROOF_IMDS_URL, else IMDS itself on Azure; the sandbox asks only when
 the variable is set). ``%n`` in it stands for the node's Slurm name, for
 stand-ins that serve several fake nodes from one host.
 
-The batch script runs on the job's first node, so a multi-node job records
-that node's size, and so does a batch job of acceptance's node phase
-(fanned_job.py); with ``--node-batch 1`` (one job per node) acceptance
-records every node's.
+IMDS answers for the VM that asks, so every node asks for itself: the batch
+script on the job's first node (VM_SIZE_FILE), and on Slurm, in a job of
+several nodes, one ``srun --overlap`` step with a task on each node, each
+writing ``VM_SIZES_DIR/<node>.txt`` (https://slurm.schedmd.com/srun.html,
+``--overlap``). Elsewhere (PBS) only the first node's size is known.
 
-Rows carry the answer in ``vm_sku_observed``; references are looked up for
-it after the run, and a node whose size is not the partition's declared SKU
-is named in ``vm_sku_mismatch``, its results informational.
+A node whose size is not the partition's declared SKU is a mismatch: in a
+job that measures its nodes together the job's results are informational
+(``vm_sku_mismatch``); in a batch job that measures each node on its own
+(fanned_job.py) only that node's rows are (``vm_sku_mismatches``, node ->
+why), as its one-node job's would be.
 """
 from __future__ import annotations
 
@@ -26,22 +29,40 @@ import re
 import shlex
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 
 from .job_nodes import NODES_FILE, read_nodes_file
 
 VM_SIZE_FILE = 'clusterproof_vm_size.txt'
+VM_SIZES_DIR = 'clusterproof_vm_sizes'
 TIMEOUT_S = 2
 NODE_PLACEHOLDER = '%n'
+SLURM = ('slurm', 'squeue')
+_NODE_NAME = '"${SLURMD_NODENAME:-$(hostname -s)}"'
 _VM_SIZE = re.compile(r'^[A-Za-z][A-Za-z0-9_-]{0,79}$')
 
 
-def record_command(url: str) -> str:
-    """Shell that writes the VM size IMDS reports (or nothing) to
-    VM_SIZE_FILE; never fails the job."""
+def _ask(url: str, into: str) -> str:
     parts = [shlex.quote(piece) for piece in url.split(NODE_PLACEHOLDER)]
-    quoted = '"${SLURMD_NODENAME:-$(hostname -s)}"'.join(parts)
     return (f"curl -s -f -m {TIMEOUT_S} -H 'Metadata: true' --noproxy '*' "
-            f"{quoted} > {VM_SIZE_FILE} 2>/dev/null || true")
+            f"{_NODE_NAME.join(parts)} > {into} 2>/dev/null || true")
+
+
+def record_command(url: str) -> str:
+    """Shell that writes the VM size IMDS reports to the node running the
+    batch script (or nothing) to VM_SIZE_FILE; never fails the job."""
+    return _ask(url, VM_SIZE_FILE)
+
+
+def record_every_node_command(url: str) -> str:
+    """Shell that, in a Slurm job of several nodes, has every node write
+    its own VM size to VM_SIZES_DIR/<node>.txt; never fails the job."""
+    ask = _ask(url, f'{VM_SIZES_DIR}/{_NODE_NAME}.txt')
+    return (f'if [ "${{SLURM_JOB_NUM_NODES:-1}}" -gt 1 ]; then '
+            f'mkdir -p {VM_SIZES_DIR} && srun --overlap '
+            f'--nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" '
+            f'--ntasks-per-node=1 '
+            f'sh -c {shlex.quote(ask)} >/dev/null 2>&1 || true; fi')
 
 
 def parse_vm_size(text: str) -> str:
@@ -58,12 +79,35 @@ def read_vm_size(path: str) -> str:
         return ''
 
 
+def read_node_sizes(stagedir: str, nodes: list[str]) -> dict[str, str]:
+    """{node: VM size} of the job's *nodes* that answered: each node's own
+    file, else (the first node) the batch script's."""
+    sizes = {}
+    for index, node in enumerate(nodes):
+        size = read_vm_size(os.path.join(stagedir, VM_SIZES_DIR,
+                                         f'{node}.txt'))
+        if not size and index == 0:
+            size = read_vm_size(os.path.join(stagedir, VM_SIZE_FILE))
+        if size:
+            sizes[node] = size
+    return sizes
+
+
 def mismatch(partition: str, declared: str, observed: str, node: str) -> str:
     """'' when the node is what the partition declares (or unknown)."""
     if not declared or not observed or declared.lower() == observed.lower():
         return ''
     return (f'partition {partition} declares {declared}, node {node} is '
             f'{observed}')
+
+
+def batch_size(sizes: dict[str, str], declared: str) -> str:
+    """The size a batch of separately measured nodes is judged as: the
+    declared one where a node reported it, else the first node's."""
+    for size in sizes.values():
+        if size.lower() == declared.lower():
+            return size
+    return next(iter(sizes.values()), '')
 
 
 def slurm_partition(partition) -> str:
@@ -76,31 +120,54 @@ def slurm_partition(partition) -> str:
 
 
 class VmSize(rfm.RegressionTestPlugin):
-    #: What IMDS said the job's (first) node is; '' = no answer.
+    #: What IMDS said the job's (first) node is, or, in a batch job that
+    #: measures each node on its own, the size the batch is judged as;
+    #: '' = no answer.
     vm_sku_observed = variable(str, value='')
 
-    #: Set when that differs from the partition's declared SKU.
+    #: Set when a node of a job that measures its nodes together differs
+    #: from the partition's declared SKU.
     vm_sku_mismatch = variable(str, value='')
+
+    #: Node -> what IMDS said it is, for every node that answered.
+    node_vm_skus = variable(typ.Dict[str, str], value={})
+
+    #: Node -> why it is not the partition's declared SKU (every node of
+    #: the job that differs).
+    vm_sku_mismatches = variable(typ.Dict[str, str], value={})
 
     @run_before('run')
     def _record_vm_size(self):
         url = self.current_partition.extras.get('vm_size_url')
         if self.is_local() or not url:
             return
-        self.prerun_cmds.insert(0, record_command(url))  # before any cd
+        lines = [record_command(url)]
+        if self.job.scheduler.registered_name in SLURM:
+            lines.append(record_every_node_command(url))
+            self.keep_files.append(VM_SIZES_DIR)
+        self.prerun_cmds[0:0] = lines  # before any cd
         self.keep_files.append(VM_SIZE_FILE)
 
     @run_after('run')
     def _read_vm_size(self):
         if self.is_local():
             return
-        self.vm_sku_observed = read_vm_size(
-            os.path.join(self.stagedir, VM_SIZE_FILE))
         nodes = read_nodes_file(os.path.join(self.stagedir, NODES_FILE))
-        found = mismatch(slurm_partition(self.current_partition),
-                         self.current_partition.extras.get('vm_sku', ''),
-                         self.vm_sku_observed, (nodes or ['?'])[0])
-        if found:
+        sizes = read_node_sizes(self.stagedir, nodes or ['?'])
+        partition = slurm_partition(self.current_partition)
+        declared = self.current_partition.extras.get('vm_sku', '')
+        self.node_vm_skus = sizes
+        self.vm_sku_mismatches = {
+            node: found for node, size in sizes.items()
+            if (found := mismatch(partition, declared, size, node))}
+        each_on_its_own = getattr(self, 'fanned_out', lambda: False)()
+        if each_on_its_own:
+            # fanned_job.py judges each node by its own size
+            self.vm_sku_observed = batch_size(sizes, declared)
+            return
+        self.vm_sku_observed = next(iter(sizes.values()), '')
+        if self.vm_sku_mismatches:
+            found = '; '.join(self.vm_sku_mismatches.values())
             self.vm_sku_mismatch = found
             if hasattr(self, 'no_verdict_reasons'):  # checks with references
                 self.no_verdict_reasons = list(self.no_verdict_reasons) + [

@@ -140,6 +140,14 @@ def _check_facts(check) -> dict:
                                in enumerate(facts['job_nodes'])}
     # What the node said it is (checks/common/vm_size.py)
     facts['vm_sku_observed'] = getattr(check, 'vm_sku_observed', None) or None
+    # each node's own, and why a node is not its partition's SKU (a batch
+    # case's rows are per node: each says its node's)
+    facts['node_vm_skus'] = dict(getattr(check, 'node_vm_skus', None) or {})
+    facts['vm_sku_mismatches'] = dict(
+        getattr(check, 'vm_sku_mismatches', None) or {})
+    facts['group_peaks'] = dict(getattr(check, 'group_peaks', None) or {})
+    facts['group_peak_sources'] = dict(
+        getattr(check, 'group_peak_sources', None) or {})
     # GB200/GB300: checks/gpu/nvlink_fabric.py, NcclMultiNode per domain
     facts['nvlink_domain'] = getattr(check, 'nvlink_domain', None) or None
     # Health around the run (checks/common/health_sampling.py): node ->
@@ -269,10 +277,35 @@ def _group_nodes(label: str, facts: dict) -> list[str]:
     return sorted(label.split('+'), key=lambda node: order.get(node, 0))
 
 
+def _group_facts(facts: dict, label: str | None) -> dict:
+    """The facts of one node or pair of a batch case, as its own case's:
+    its node's VM size, that size's peaks, and why its results are
+    informational where its node is another SKU (checks/common/vm_size.py,
+    fanned_job.py)."""
+    if not label or not facts.get('metric_nodes'):
+        return facts
+    nodes = _group_nodes(label, facts)
+    sizes = facts.get('node_vm_skus') or {}
+    found = {**facts}
+    if sizes:
+        found['vm_sku_observed'] = sizes.get(nodes[0])
+    odd = [facts['vm_sku_mismatches'][node] for node in nodes
+           if node in (facts.get('vm_sku_mismatches') or {})]
+    if odd:
+        params = facts.get('check_params', {})
+        found['check_params'] = {**params, 'no_verdict_reasons': [
+            *params.get('no_verdict_reasons', []), *odd]}
+    if label in (facts.get('group_peaks') or {}):
+        found['metric_peaks'] = facts['group_peaks'][label]
+        found['peak_sources'] = facts['group_peak_sources'].get(label, {})
+    return found
+
+
 def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     var = attrs.get('check_perf_var')
     plain, node = split_node(var, facts.get('metric_nodes', {}))
     metric, device = split_device(plain, facts.get('metric_devices', {}))
+    facts = _group_facts(facts, node)
     values = {key: attrs.get(key) for key in column_names()}
     result = perf_result(
         attrs.get('check_perf_result'), attrs.get('check_perf_ref'),
