@@ -1,20 +1,21 @@
 """Benchmark: acceptance planning on a fake Slurm partition of N nodes
 (`sinfo`/`scontrol` stand-ins on PATH); `reframe --dry-run` (the plan's own
-options) of every session of a 1,000-node partition's plan but those that
-stay one case per node or pair (the batch-job node and pair checks, the
-set, the whole partition), end to end; ReFrame's cost per test case for
-what stays one case per node or pair (PerftestLoopback, NvlinkFabric,
-PerftestPair) on fewer nodes, with the share of `--list` spent in
-ReFrame's deprecation-warning stack walks (inspect.stack) under cProfile.
+options) of every session of a 1,000-node partition's plan, end to end:
+the node phase's batch jobs and its one-node checks (NvlinkFabric), the
+pair phase, the set and the whole partition, with each session's test
+cases, job scripts, wall and CPU seconds, and the whole plan's total; then
+the share of `--list` spent in ReFrame's deprecation-warning stack walks
+(inspect.stack) under cProfile, for the batch-job node session.
 
     nice -n 10 .venv/bin/python -m tests.bench.bench_acceptance
-        [--nodes 1000 10000] [--batch-nodes 1000] [--dry-run-nodes 50]
+        [--nodes 1000 10000] [--batch-nodes 1000]
 
 Not collected by pytest.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pstats
 import subprocess
@@ -62,9 +63,9 @@ def time_plan(work: Path, nodes: int) -> tuple[float, list]:
 
 
 def reframe_seconds(work: Path, phase, action: str, profile: Path | None,
-                    name: str = ''):
-    """Wall seconds of ReFrame's *action* on one phase, and the job scripts
-    it wrote; CPU seconds go to stdout beside them."""
+                    name: str = '') -> dict:
+    """ReFrame's *action* on one phase: its wall and CPU seconds, the test
+    cases its report holds and the job scripts it wrote."""
     name = name or action
     argv = plan.reframe_options(
         phase, plan.Selection(checks=[str(REPO / 'checks')],
@@ -87,8 +88,17 @@ def reframe_seconds(work: Path, phase, action: str, profile: Path | None,
         sys.exit(f'reframe {action} failed:\n{done.stdout[-3000:]}')
     scripts = len([p for p in (work / f'prefix-{name}').rglob('rfm_job.sh')
                    if 'fanout' not in p.parts])
-    print(f'  ({name}: {seconds:.1f} s wall, {used:.1f} s CPU)')
-    return seconds, scripts
+    return {'wall': seconds, 'cpu': used, 'scripts': scripts,
+            'cases': report_cases(work / f'{name}.json')}
+
+
+def report_cases(report: Path) -> int:
+    """The test cases of a ReFrame run report (0 when none was written)."""
+    try:
+        runs = json.loads(report.read_text()).get('runs', [])
+    except (OSError, ValueError):
+        return 0
+    return len(runs[0].get('testcases', [])) if runs else 0
 
 
 def stack_walk_share(profile: Path) -> tuple[float, float]:
@@ -103,9 +113,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--nodes', type=int, nargs='+',
                         default=[1000, 10000])
-    parser.add_argument('--dry-run-nodes', type=int, default=50)
     parser.add_argument('--batch-nodes', type=int, default=1000)
     args = parser.parse_args(argv)
+    print(f'load average at start: {os.getloadavg()[0]:.2f}')
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         os.environ['CLUSTERPROOF_HOME'] = str(work / 'home')
@@ -116,46 +126,35 @@ def main(argv=None):
                   f'ReFrame sessions, longest argument '
                   f'{max(len(a) for v in argvs for a in v)} B, longest '
                   f'command line {max(sum(len(a) + 1 for a in v) for v in argvs)} B')
-        # every batched session, end to end on a whole partition
+        # the whole plan, every session, end to end
         _, phases, _ = time_plan(work, args.batch_nodes)
-        everything = 0.0
-        for scope in ('node', 'pair', 'set', 'whole'):
-            batched = [p for p in phases if p.scope == scope and not p.tag]
-            total, cases = 0.0, 0
-            for phase in batched:
-                seconds, scripts = reframe_seconds(work, phase, '--dry-run',
-                                                   None, phase.label)
-                total, cases = total + seconds, cases + scripts
-            everything += total
-            print(f'{scope} phase, batch-job checks, {args.batch_nodes} '
-                  f'nodes (--node-batch {plan.NODE_BATCH}): --dry-run '
-                  f'{total:.1f} s for {cases} job scripts in '
-                  f'{len(batched)} session(s)')
-        print(f'all batched sessions: {everything:.1f} s')
-        # what stays one case per node or pair: per case, on fewer nodes
-        _, phases, _ = time_plan(work, args.dry_run_nodes)
-        for label, scope in (('node phase, one-node checks', 'node'),
-                             ('pair phase, one-pair checks', 'pair')):
-            phase = next((p for p in phases if p.scope == scope
-                          and p.tag == 'one'), None)
-            if phase is None:
-                print(f'{label}: none (every check of the scope batches)')
-                continue
-            dry, scripts = reframe_seconds(work, phase, '--dry-run', None,
-                                           phase.label)
-            print(f'{label}, {args.dry_run_nodes} nodes: --dry-run '
-                  f'{dry:.1f} s for {scripts} job scripts '
-                  f'({1000 * dry / max(scripts, 1):.0f} ms per test case; '
-                  f'x{args.batch_nodes / args.dry_run_nodes:g} at '
-                  f'{args.batch_nodes} nodes: '
-                  f'{dry * args.batch_nodes / args.dry_run_nodes:.0f} s)')
-        node_phase = next(p for p in phases if p.tag == 'one')
+        total = {'wall': 0.0, 'cpu': 0.0, 'cases': 0, 'scripts': 0}
+        for scope, tag in dict.fromkeys((p.scope, p.tag) for p in phases):
+            sessions = [p for p in phases if (p.scope, p.tag) == (scope, tag)]
+            spent = {key: 0 for key in total}
+            for phase in sessions:
+                found = reframe_seconds(work, phase, '--dry-run', None,
+                                        phase.label)
+                spent = {key: spent[key] + found[key] for key in spent}
+            total = {key: total[key] + spent[key] for key in total}
+            print(f'{scope} phase{f" ({tag})" if tag else ""}, '
+                  f'{args.batch_nodes} nodes (--node-batch '
+                  f'{plan.NODE_BATCH}): --dry-run {spent["wall"]:.1f} s wall, '
+                  f'{spent["cpu"]:.1f} s CPU, {spent["cases"]} test cases, '
+                  f'{spent["scripts"]} job scripts, {len(sessions)} '
+                  f'session(s)')
+        print(f'whole {args.batch_nodes}-node plan: --dry-run '
+              f'{total["wall"]:.1f} s wall, {total["cpu"]:.1f} s CPU, '
+              f'{total["cases"]} test cases, {total["scripts"]} job scripts, '
+              f'{len(phases)} sessions; load average at end: '
+              f'{os.getloadavg()[0]:.2f}')
+        node_phase = next(p for p in phases if p.scope == 'node')
         profile = work / 'list.prof'
         reframe_seconds(work, node_phase, '--list', profile, 'profile')
-        walk, total = stack_walk_share(profile)
-        print(f'--list of the one-node checks under cProfile: {total:.1f} s, '
+        walk, spent = stack_walk_share(profile)
+        print(f'--list of one node session under cProfile: {spent:.1f} s, '
               f'of which inspect.stack (deprecation warnings) {walk:.1f} s '
-              f'({100 * walk / total:.0f}%)')
+              f'({100 * walk / spent:.0f}%)')
 
 
 if __name__ == '__main__':
