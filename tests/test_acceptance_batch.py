@@ -72,10 +72,10 @@ def test_a_step_that_measured_nothing_says_why(tmp_path):
 
 def test_a_batch_cases_variables_are_one_metric_on_one_node():
     nodes = {'triad_bw@hb-3': 'hb-3', 'bw_avg_mlx5_0@hb-3': 'hb-3'}
-    assert records.split_node('triad_bw@hb-3', nodes) == ('triad_bw', 'hb-3')
-    assert records.split_node('triad_bw', nodes) == ('triad_bw', None)
+    assert records.split_group('triad_bw@hb-3', nodes) == ('triad_bw', 'hb-3')
+    assert records.split_group('triad_bw', nodes) == ('triad_bw', None)
     assert records.split_device(
-        records.split_node('bw_avg_mlx5_0@hb-3', nodes)[0],
+        records.split_group('bw_avg_mlx5_0@hb-3', nodes)[0],
         {'bw_avg_mlx5_0': 'mlx5_0'}) == ('bw_avg', 'mlx5_0')
 
 
@@ -92,9 +92,9 @@ def batch_case(**more):
             'fail_phase': 'performance',
             'fail_reason': 'reference not met (hb-4)',
             'perfvalues': {f'azure:hbv4:{k}': v for k, v in perf.items()},
-            'metric_nodes': {k: k.split('@')[1] for k in perf},
-            'node_failures': {'hb-2': 'stream output has no Triad line'},
-            'nodes_not_measured': {
+            'metric_groups': {k: k.split('@')[1] for k in perf},
+            'group_failures': {'hb-2': 'stream output has no Triad line'},
+            'groups_not_measured': {
                 'hb-3': 'tool missing: not found on node hb-3'}, **more}
 
 
@@ -115,8 +115,8 @@ def test_each_node_of_a_batch_case_has_its_own_finding():
 
 
 def test_a_batch_job_that_never_started_leaves_every_node_unmeasured():
-    case = batch_case(job_nodes=[], perfvalues={}, metric_nodes={},
-                      node_failures={}, nodes_not_measured={},
+    case = batch_case(job_nodes=[], perfvalues={}, metric_groups={},
+                      group_failures={}, groups_not_measured={},
                       fail_phase='sanity',
                       fail_reason='the batch job never started')
     assert {(f.node, f.verdict) for f in verdicts.case_findings(case, {})} \

@@ -99,9 +99,9 @@ def pair_batch_case(**more):
             'fanned_groups': groups, 'result': 'fail',
             'fail_phase': 'performance', 'fail_reason': 'reference not met',
             'perfvalues': {f'azure:hbv4:{k}': v for k, v in perf.items()},
-            'metric_nodes': {k: k.split('@')[1] for k in perf},
-            'node_failures': {'d+a': 'osu output has no data rows'},
-            'nodes_not_measured': {}, **more}
+            'metric_groups': {k: k.split('@')[1] for k in perf},
+            'group_failures': {'d+a': 'osu output has no data rows'},
+            'groups_not_measured': {}, **more}
 
 
 def test_each_pair_of_a_batch_case_is_judged_as_a_one_pair_case():
@@ -137,20 +137,30 @@ def pair_rows(env):
             and r['check_perf_value'] is not None}
 
 
-def test_a_batch_of_pairs_blames_as_one_pair_cases_do(sandbox_env,
-                                                      tmp_path):
-    spelled = BROKEN.upper().replace('-', '_')
-    env = {**sandbox_env,
-           f'CLUSTERPROOF_REPLAY_OSU_LATENCY_WITH_{spelled}': str(REFUSED)}
+def batched_and_one_by_one(env, tmp_path, before, after=()):
+    """Acceptance with *before* + *after* as ReFrame's options, in batch
+    jobs and with --node-batch 1 (in a home of its own): both exit 1 and
+    find BROKEN bad, every other node good. -> (the batch run, its summary,
+    the one-by-one run's summary and env)."""
     single_env = {**env, 'CLUSTERPROOF_HOME': str(tmp_path / 'single')}
-    single, single_summary = acceptance(single_env, *ARGS, '--node-batch',
-                                        '1')
-    batch, summary = acceptance(env, *ARGS)
+    single, single_summary = acceptance(single_env, *before, '--node-batch',
+                                        '1', *after)
+    batch, summary = acceptance(env, *before, *after)
     for result in (single, batch):
         assert result.returncode == 1, result.stdout + result.stderr
     expected = {node: 'good' for node in NODES}
     expected[BROKEN] = 'bad'
     assert verdict_of(summary) == verdict_of(single_summary) == expected
+    return batch, summary, single_summary, single_env
+
+
+def test_a_batch_of_pairs_blames_as_one_pair_cases_do(sandbox_env,
+                                                      tmp_path):
+    spelled = BROKEN.upper().replace('-', '_')
+    env = {**sandbox_env,
+           f'CLUSTERPROOF_REPLAY_OSU_LATENCY_WITH_{spelled}': str(REFUSED)}
+    batch, summary, single_summary, single_env = batched_and_one_by_one(
+        env, tmp_path, ARGS)
     assert findings(summary) == findings(single_summary)
     failed = [f for f in findings(summary) if f[4] == 'fail']
     # the broken node with both partners, each partner once, blamed on it

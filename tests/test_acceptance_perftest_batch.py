@@ -9,10 +9,11 @@ import re
 from checks.common import fan_out
 from scripts.acceptance import plan
 from scripts.cli.sandbox import NODES
-from tests.test_acceptance import acceptance, sandbox_env  # noqa: F401
-from tests.test_acceptance import stored, verdict_of
+from tests.test_acceptance import sandbox_env  # noqa: F401
+from tests.test_acceptance import stored
 from tests.test_acceptance_batch import changes, comparable, one_batch_job
-from tests.test_acceptance_pair_batch import findings
+from tests.test_acceptance_pair_batch import batched_and_one_by_one, \
+    findings
 
 NODES = list(NODES)
 BROKEN = NODES[1]
@@ -50,15 +51,8 @@ def test_perftest_batches_give_the_one_node_and_one_pair_rows(sandbox_env,
     spelled = BROKEN.upper().replace('-', '_')
     # the broken node knows another HCA only: perftest fails there
     env = {**sandbox_env, f'CLUSTERPROOF_STANDIN_HCAS_{spelled}': 'mlx5_ib1'}
-    single_env = {**env, 'CLUSTERPROOF_HOME': str(tmp_path / 'single')}
-    single, single_summary = acceptance(single_env, '--node-batch', '1',
-                                        *ARGS)
-    batch, summary = acceptance(env, *ARGS)
-    for result in (single, batch):
-        assert result.returncode == 1, result.stdout + result.stderr
-    expected = {node: 'good' for node in NODES}
-    expected[BROKEN] = 'bad'
-    assert verdict_of(summary) == verdict_of(single_summary) == expected
+    batch, summary, single_summary, single_env = batched_and_one_by_one(
+        env, tmp_path, [], ARGS)
     assert findings_of(summary) == findings_of(single_summary)
     failed = {(f[0], f[2].split()[0]) for f in findings(summary)
               if f[4] == 'fail'}

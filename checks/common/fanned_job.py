@@ -4,10 +4,10 @@ node, or a pair of ring neighbours), through the check's own parser and
 sanity rules. A group's label is its node, or 'a+b' for a pair.
 
 - ``fanned_groups``: the groups' labels, in the order they were pinned;
-- ``node_failures``: group -> why its output failed sanity;
-- ``nodes_not_measured``: group -> why its step measured nothing;
+- ``group_failures``: group -> why its output failed sanity;
+- ``groups_not_measured``: group -> why its step measured nothing;
 - perf variables ``<name>@<group>`` for every group that passed, each with
-  the reference of ``<name>`` (``metric_nodes`` maps them back).
+  the reference of ``<name>`` (``metric_groups`` maps them back).
 The case fails only when no group passed, so that the good groups'
 numbers are still logged. A dry run measures nothing: its perf variables
 stay one per metric, so that its cost does not grow with the batch.
@@ -35,10 +35,11 @@ class FansOut(ParsedOutput):
     #: The groups this case measured one by one ([] = not fanned out).
     fanned_groups = variable(typ.List[str], value=[])
 
-    node_failures = variable(typ.Dict[str, str], value={})
-    nodes_not_measured = variable(typ.Dict[str, str], value={})
-    #: Perf variable -> the node it measured ('triad_bw@hb-3' -> 'hb-3').
-    metric_nodes = variable(typ.Dict[str, str], value={})
+    group_failures = variable(typ.Dict[str, str], value={})
+    groups_not_measured = variable(typ.Dict[str, str], value={})
+    #: Perf variable -> the group it measured ('triad_bw@hb-3' -> 'hb-3',
+    #: 'lat@a+b' -> 'a+b').
+    metric_groups = variable(typ.Dict[str, str], value={})
     #: The check's own perf variables (name -> unit), each measured per node.
     node_metrics = variable(typ.Dict[str, str], value={})
     #: Ranks of each node's step (its row's check_num_tasks, as a one-node
@@ -50,8 +51,8 @@ class FansOut(ParsedOutput):
     group_peaks = variable(typ.Dict[str, typ.Dict[str, float]], value={})
     group_peak_sources = variable(typ.Dict[str, typ.Dict[str, str]],
                                   value={})
-    #: The node whose output is being read ('' = the job's own output).
-    measuring_node = variable(str, value='', loggable=False)
+    #: The group whose output is being read ('' = the job's own output).
+    measuring_group = variable(str, value='', loggable=False)
 
     def fan_groups(self) -> list[tuple[str, ...]]:
         pinned = list(getattr(self, 'pinned_nodes', []))
@@ -71,13 +72,13 @@ class FansOut(ParsedOutput):
                     and not self.is_local())
 
     def output_dir(self) -> str:
-        if not self.measuring_node:
+        if not self.measuring_group:
             return super().output_dir()
         return os.path.join(self.stagedir,
-                            fan_out.node_dir(self.measuring_node))
+                            fan_out.node_dir(self.measuring_group))
 
     def stream_names(self) -> tuple[str, str]:
-        if not self.measuring_node:
+        if not self.measuring_group:
             return super().stream_names()
         return fan_out.STEP_OUT, fan_out.STEP_ERR
 
@@ -136,92 +137,92 @@ class FansOut(ParsedOutput):
             # its first line records the nodes: the script never started
             raise SanityError('the batch job never started')
         failures, missing, passed = {}, {}, []
-        for node in self.fanned_groups:
-            directory = os.path.join(self.stagedir, fan_out.node_dir(node))
+        for group in self.fanned_groups:
+            directory = os.path.join(self.stagedir, fan_out.node_dir(group))
             why = fan_out.unmeasured_reason(
-                node, fan_out.read_exit_code(
+                group, fan_out.read_exit_code(
                     os.path.join(directory, fan_out.STEP_EXIT)),
                 fan_out.last_line(os.path.join(directory, fan_out.STEP_ERR)))
             if why:
-                missing[node] = why
+                missing[group] = why
                 continue
             try:
-                self._on_node(node, self.check_parsed)
+                self._on_group(group, self.check_parsed)
             except SanityError as error:
                 # as ReFrame words a one-node case's fail_reason
-                failures[node] = f'sanity error: {error}'
+                failures[group] = f'sanity error: {error}'
             else:
-                passed.append(node)
-        self.node_failures, self.nodes_not_measured = failures, missing
+                passed.append(group)
+        self.group_failures, self.groups_not_measured = failures, missing
         if not passed:
             raise SanityError('nothing passed: ' + '; '.join(
-                f'{node}: {why}' for node, why in {**failures,
-                                                   **missing}.items()))
+                f'{group}: {why}' for group, why in {**failures,
+                                                     **missing}.items()))
 
     def measured_nothing(self) -> bool:
         """A --dry-run: no job was submitted. (ReFrame also evaluates the
         perf variables of a failed test in its dry-run mode, to log them:
-        that job ran, and its rows are per node.)"""
+        that job ran, and its rows are per group.)"""
         return self.is_dry_run() and self.job.jobid is None
 
-    def passed_nodes(self) -> list[str]:
-        return [node for node in self.fanned_groups
-                if node not in self.node_failures
-                and node not in self.nodes_not_measured]
+    def passed_groups(self) -> list[str]:
+        return [group for group in self.fanned_groups
+                if group not in self.group_failures
+                and group not in self.groups_not_measured]
 
-    def _on_node(self, node: str, read):
-        previous, self.measuring_node = self.measuring_node, node
+    def _on_group(self, group: str, read):
+        previous, self.measuring_group = self.measuring_group, group
         try:
             return read()
         finally:
-            self.measuring_node = previous
+            self.measuring_group = previous
 
     @sn.deferrable
-    def _value_on(self, node: str, read):
+    def _value_on(self, group: str, read):
         # *read* is a plain callable: a deferred argument would be
-        # evaluated before this runs, on no node in particular
-        return self._on_node(node, read)
+        # evaluated before this runs, on no group in particular
+        return self._on_group(group, read)
 
     def parsed(self):
-        if self.fanned_out() and not self.measuring_node:
+        if self.fanned_out() and not self.measuring_group:
             return self._on_first_good_group(super().parsed)
         return super().parsed()
 
     def _on_first_good_group(self, read):
-        # what is not per node (a STREAM method): the first good node
-        nodes = self.passed_nodes() or list(self.fanned_groups)
-        return self._on_node(nodes[0], read)
+        # what is not per group (a STREAM method): the first good group
+        groups = self.passed_groups() or list(self.fanned_groups)
+        return self._on_group(groups[0], read)
 
     @run_before('performance', always_last=True)
-    def _perf_variables_per_node(self):
+    def _perf_variables_per_group(self):
         if not self.fanned_out() or self.measured_nothing():
             return
         target = self.current_partition.fullname
         table = {}
-        per_node = {}
-        passed = self.passed_nodes()
+        per_group = {}
+        passed = self.passed_groups()
         odd = self._groups_of_another_sku()
         lookups = {sku: self._sku_lookup(sku) for sku in set(odd.values())}
         for name, function in self.perf_variables.items():
             self.node_metrics[name] = function.unit
             # the nodes that measured nothing get rows too (no value), as
             # their one-node cases would (config/results/records.py)
-            for node in self.fanned_groups:
-                var = fan_out.node_var(name, node)
-                if node in passed:
-                    per_node[var] = sn.make_performance_function(
-                        self._value_on(node,
+            for group in self.fanned_groups:
+                var = fan_out.node_var(name, group)
+                if group in passed:
+                    per_group[var] = sn.make_performance_function(
+                        self._value_on(group,
                                        lambda f=function: sn.evaluate(f)),
                         function.unit)
-                self.metric_nodes[var] = node
+                self.metric_groups[var] = group
                 self._copy_facts(name, var)
-                reference = self._reference_of(target, name)
-                if node in odd:
+                reference = self.reference_of(target, name)
+                if group in odd:
                     reference = self._informational(
-                        lookups[odd[node]], name, var, reference)
+                        lookups[odd[group]], name, var, reference)
                 if reference is not None:
                     table[var] = reference
-        self.perf_variables = per_node
+        self.perf_variables = per_group
         for label, sku in odd.items():
             if hasattr(self, 'sku_peaks'):   # sku_references.py
                 self.group_peaks[label], self.group_peak_sources[label] = \
@@ -264,11 +265,13 @@ class FansOut(ParsedOutput):
         self.reference_sources[var] = match.reference.source
         return (match.reference.value, None, None, match.reference.unit)
 
-    def _reference_of(self, target: str, name: str):
+    def reference_of(self, target: str, name: str):
+        """The reference of perf variable *name* on *target*, None where
+        there is none (also for config/results/records.py's rows)."""
         # a ScopedDict once ReFrame has seen it: looked up scope:name
         try:
             return self.reference[f'{target}:{name}']
-        except KeyError:
+        except (KeyError, TypeError):
             return None
 
     def _reference_tables(self) -> dict[str, dict]:

@@ -403,14 +403,14 @@ class PerftestBase(BenchmarkTest):
         return result
 
     def parsed(self):
-        if self.fanned_out() and not self.measuring_node:
+        if self.fanned_out() and not self.measuring_group:
             return self._on_first_good_group(self.parsed)
         # one result per group of a batch job ('' = the job's own)
         cache = self.__dict__.setdefault('_clusterproof_per_hca', {})
-        if self.measuring_node not in cache:
-            cache[self.measuring_node] = per_hca_result(
+        if self.measuring_group not in cache:
+            cache[self.measuring_group] = per_hca_result(
                 {hca: self.parse_hca(hca) for hca in self.hca_list()})
-        return cache[self.measuring_node]
+        return cache[self.measuring_group]
 
 @rfm.simple_test
 class PerftestPair(PerftestBase):

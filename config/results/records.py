@@ -129,7 +129,7 @@ def _check_facts(check) -> dict:
                                              {})
     facts['metric_devices'] = getattr(check, 'metric_devices', {})
     # a batch of nodes measured one by one (checks/common/fanned_job.py)
-    facts['metric_nodes'] = getattr(check, 'metric_nodes', {})
+    facts['metric_groups'] = getattr(check, 'metric_groups', {})
     facts['step_ranks'] = getattr(check, 'step_ranks', 0)
     facts['metric_peaks'] = getattr(check, 'metric_peaks', {})
     facts['peak_sources'] = getattr(check, 'peak_sources', {})
@@ -259,16 +259,17 @@ def split_device(var: str | None, devices: dict) -> tuple[str | None, str | None
     return metric, device
 
 
-def split_node(var: str | None, nodes: dict) -> tuple[str | None, str | None]:
+def split_group(var: str | None, groups: dict) -> tuple[str | None,
+                                                      str | None]:
     """('triad_bw@hb-3', {'triad_bw@hb-3': 'hb-3'}) -> ('triad_bw', 'hb-3'):
-    a batch case's row is one metric on one node, like a one-node case's;
+    a batch case's row is one metric on one group, like a one-node case's;
     a batch of pairs names its pair 'hb-3+hb-4' (checks/common/fan_out.py),
     whose row's nodes are the pair's, like a one-pair case's."""
-    node = nodes.get(var) if var else None
-    suffix = f'@{node}'
-    if not node or not var.endswith(suffix):
+    group = groups.get(var) if var else None
+    suffix = f'@{group}'
+    if not group or not var.endswith(suffix):
         return var, None
-    return var[:-len(suffix)], node
+    return var[:-len(suffix)], group
 
 
 def _group_nodes(label: str, facts: dict) -> list[str]:
@@ -282,7 +283,7 @@ def _group_facts(facts: dict, label: str | None) -> dict:
     its node's VM size, that size's peaks, and why its results are
     informational where its node is another SKU (checks/common/vm_size.py,
     fanned_job.py)."""
-    if not label or not facts.get('metric_nodes'):
+    if not label or not facts.get('metric_groups'):
         return facts
     nodes = _group_nodes(label, facts)
     sizes = facts.get('node_vm_skus') or {}
@@ -303,9 +304,9 @@ def _group_facts(facts: dict, label: str | None) -> dict:
 
 def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     var = attrs.get('check_perf_var')
-    plain, node = split_node(var, facts.get('metric_nodes', {}))
+    plain, group = split_group(var, facts.get('metric_groups', {}))
     metric, device = split_device(plain, facts.get('metric_devices', {}))
-    facts = _group_facts(facts, node)
+    facts = _group_facts(facts, group)
     values = {key: attrs.get(key) for key in column_names()}
     result = perf_result(
         attrs.get('check_perf_result'), attrs.get('check_perf_ref'),
@@ -328,7 +329,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         # ReFrame logs 0 for a variable without a reference: none is null
         'check_perf_ref': (None if _without_reference(attrs, result)
                            else attrs.get('check_perf_ref')),
-        'check_job_nodelist': (_group_nodes(node, facts) if node
+        'check_job_nodelist': (_group_nodes(group, facts) if group
                                else facts.get('job_nodes')
                                or attrs.get('check_job_nodelist') or []),
         'check_tags': attrs.get('check_tags') or [],
@@ -340,7 +341,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'reference_key': facts.get('metric_reference_keys', {}).get(var),
         'reframe_version': attrs.get('version'),
     })
-    if node and facts.get('step_ranks'):
+    if group and facts.get('step_ranks'):
         values['check_num_tasks'] = facts['step_ranks']  # as a one-node job
     values.update(_fingerprint(facts, values['check_job_nodelist']))
     values = with_site_baseline(values,
@@ -382,8 +383,9 @@ def _rows_by_var(record, session_id: str) -> dict[str, dict]:
     check = attrs.get('__rfm_check__')
     perfvalues = getattr(check, 'perfvalues', None) or {}
     var = attrs.get('check_perf_var')
-    # a batch case where no node passed still has a row per node and metric
-    unmeasured = _unmeasured_node_attrs(attrs, check) if check is not None \
+    # a batch case where no group passed still has a row per group and
+    # metric
+    unmeasured = _unmeasured_group_attrs(attrs, check) if check is not None \
         else {}
     if check is None or ((var is None or not perfvalues) and not unmeasured):
         cached = attrs.get(ROW_ATTR)
@@ -396,43 +398,43 @@ def _rows_by_var(record, session_id: str) -> dict[str, dict]:
     if key not in cache:
         facts = _check_facts(check)
         siblings = _sibling_attrs(attrs, perfvalues)
-        facts['metric_nodes'] = {**facts['metric_nodes'],
-                                 **{var: node for var, (node, _) in
-                                    unmeasured.items()}}
+        facts['metric_groups'] = {**facts['metric_groups'],
+                                  **{var: group for var, (group, _) in
+                                     unmeasured.items()}}
         siblings.update({var: sibling for var, (_, sibling) in
                          unmeasured.items()})
         cache[key] = {name: _row_values(sibling, session_id, facts)
                       for name, sibling in siblings.items()}
         cache[key].update(_health_rows(attrs, session_id, facts))
-        if facts['metric_nodes']:
-            _node_results(cache[key])
+        if facts['metric_groups']:
+            _group_results(cache[key])
     return cache[key]
 
 
-def _node_outcomes(check) -> dict[str, str]:
-    """node -> why it measured nothing or failed sanity, for the nodes of
-    a batch case (checks/common/fanned_job.py) that gave no values."""
-    return {**(getattr(check, 'nodes_not_measured', None) or {}),
-            **(getattr(check, 'node_failures', None) or {})}
+def _group_outcomes(check) -> dict[str, str]:
+    """group -> why it measured nothing or failed sanity, for the nodes or
+    pairs of a batch case (checks/common/fanned_job.py) that gave no values."""
+    return {**(getattr(check, 'groups_not_measured', None) or {}),
+            **(getattr(check, 'group_failures', None) or {})}
 
 
-def _unmeasured_node_attrs(attrs: dict, check) -> dict[str, tuple]:
-    """perf variable -> (node, its record attributes) for every metric of
-    every batch node without a value: a row with no value, the reference
-    and the node's own failure, as its one-node case logs."""
-    outcomes = _node_outcomes(check)
+def _unmeasured_group_attrs(attrs: dict, check) -> dict[str, tuple]:
+    """perf variable -> (group, its record attributes) for every metric of
+    every batch group without a value: a row with no value, the reference
+    and the group's own failure, as its one-node (one-pair) case logs."""
+    outcomes = _group_outcomes(check)
     if not outcomes:
         return {}
     metrics = dict(getattr(check, 'node_metrics', None)
                    or getattr(check, 'perf_metrics', None) or {})
     target = check.current_partition.fullname
     found = {}
-    for node, reason in outcomes.items():
+    for group, reason in outcomes.items():
         for name, unit in metrics.items():
-            var = f'{name}@{node}'
-            ref = _reference(check, target, var) or \
-                _reference(check, target, name) or (None, None, None)
-            found[var] = (node, {
+            var = f'{name}@{group}'
+            ref = check.reference_of(target, var) or \
+                check.reference_of(target, name) or (None, None, None)
+            found[var] = (group, {
                 **attrs, 'check_perf_var': var, 'check_perf_value': None,
                 'check_perf_ref': ref[0], 'check_perf_lower_thres': ref[1],
                 'check_perf_upper_thres': ref[2], 'check_perf_unit': unit,
@@ -441,14 +443,7 @@ def _unmeasured_node_attrs(attrs: dict, check) -> dict[str, tuple]:
     return found
 
 
-def _reference(check, target: str, var: str):
-    try:
-        return check.reference[f'{target}:{var}']
-    except (KeyError, TypeError):
-        return None
-
-
-def _node_results(rows: dict[str, dict]) -> None:
+def _group_results(rows: dict[str, dict]) -> None:
     """A batch case's rows say each node's own outcome (check_result and
     check_fail_reason), as its one-node (or one-pair) case would: a node
     with a failing value fails with the case's reason, a node without one

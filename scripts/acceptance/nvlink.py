@@ -23,6 +23,8 @@ from .verdicts import case_nodes, class_name
 FABRIC_CHECK = 'NvlinkFabric'
 MULTINODE_CHECK = 'NcclMultiNode'
 CROSS_TAG = 'across-nvlink-domains'
+#: Before the short name of a domain in its set session's tag.
+DOMAIN_TAG_PREFIX = 'nvlink-'
 
 
 def node_domains(cases: list[dict]) -> dict[str, str]:
@@ -43,7 +45,7 @@ def domain_tag(domain: str) -> str:
         name = domain[len('block:'):]
     else:
         name = domain.split('/')[0][:8]
-    return 'nvlink-' + re.sub(r'[^A-Za-z0-9_.]+', '-', name)[:24]
+    return DOMAIN_TAG_PREFIX + re.sub(r'[^A-Za-z0-9_.]+', '-', name)[:24]
 
 
 def split_set_phase(phase: Phase, domains: dict[str, str]) -> list[Phase]:
@@ -93,9 +95,11 @@ def domains_so_far(results, phase: Phase, blocks=None) -> dict[str, str]:
 
 def label_findings(phase: Phase, findings: list) -> None:
     """Name the domain (or 'across') in the findings of a split run."""
-    if phase.tag != CROSS_TAG and not phase.tag.startswith('nvlink-'):
+    split = phase.tag == CROSS_TAG or \
+        phase.tag.startswith(DOMAIN_TAG_PREFIX)
+    if not split:
         return  # not a split set run (a batch, confirm or re-pair tag)
     where = ('across NVLink domains' if phase.tag == CROSS_TAG
-             else f'NVLink domain {phase.tag[len("nvlink-"):]}…')
+             else f'NVLink domain {phase.tag[len(DOMAIN_TAG_PREFIX):]}…')
     for finding in findings:
         finding.check = f'{finding.check} [{where}: {",".join(phase.pins[0])}]'

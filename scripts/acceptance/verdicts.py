@@ -191,17 +191,17 @@ def _group_outcome(case: dict, group: str) -> tuple[str | None, str | None]:
     node or pair of a batch case; (None, None) for a one-node case."""
     if not group:
         return None, None
-    return ((case.get('node_failures') or {}).get(group),
-            (case.get('nodes_not_measured') or {}).get(group))
+    return ((case.get('group_failures') or {}).get(group),
+            (case.get('groups_not_measured') or {}).get(group))
 
 
 def _metric_findings(case: dict, base: dict, group: str) -> list[Finding]:
     found = []
-    node_of = case.get('metric_nodes') or {}
+    group_of = case.get('metric_groups') or {}
     for key, info in (case.get('perfvalues') or {}).items():
         value, ref, lower, upper, unit, result = (list(info) + [None] * 6)[:6]
-        metric, node = records.split_node(key.split(':')[-1], node_of)
-        if node_of and node != group:
+        metric, measured = records.split_group(key.split(':')[-1], group_of)
+        if group_of and measured != group:
             continue   # another node's or pair's value of a batch case
         verdict = records.perf_result(result, ref, lower, upper)
         found.append(Finding(**base, verdict=verdict or PASS,
