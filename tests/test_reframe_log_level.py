@@ -1,0 +1,19 @@
+"""ReFrame's own log file: 'verbose' by default (each record it logs costs
+ReFrame a walk of the whole stack, README "Acceptance at scale"), the
+full debug log on request."""
+from config.results import perflog
+
+
+def levels(config):
+    [logging] = config
+    return logging['level'], [h['level'] for h in logging['handlers']
+                              if h['type'] == 'file']
+
+
+def test_the_reframe_log_is_verbose_unless_asked_for_debug(tmp_path,
+                                                            monkeypatch):
+    monkeypatch.setenv('CLUSTERPROOF_HOME', str(tmp_path))
+    monkeypatch.delenv(perflog.LOG_LEVEL_VARIABLE, raising=False)
+    assert levels(perflog.logging_config()) == ('verbose', ['verbose'])
+    monkeypatch.setenv(perflog.LOG_LEVEL_VARIABLE, 'debug')
+    assert levels(perflog.logging_config()) == ('debug', ['debug'])
