@@ -5,11 +5,14 @@ and with 3 uploads in flight; the floor is calls x latency / uploads.
 
     nice -n 10 .venv/bin/python -m tests.bench.bench_sync [--rows 100000]
 
-Prints calls, wall seconds, the ratio to the floor, the command's CPU
+Prints calls, rows the endpoint received (every distinct stored row must
+arrive once), wall seconds, the ratio to the floor, the command's CPU
 seconds and per call (the client's own cost: with the uploads in flight
 it bounds the wall time once it exceeds latency / uploads), the loopback
 endpoint's CPU seconds (this process: the benchmark's own share of the
-machine) and peak RSS. Not collected by pytest.
+machine) and peak RSS. The endpoint decompresses and decodes every body,
+as in the tests, but keeps only the count of its rows (FakeAzure.keep_rows).
+Not collected by pytest.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from config.results import store
 from tests.bench import fleet_store
 from tests.bench.bench_queries import CLI, load_line, run_one
 from tests.bench.bench_reporting import calls, start_fake
@@ -35,13 +39,17 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         fake = start_fake(work, args.latency)
+        fake.keep_rows = False
         try:
             pristine = work / 'pristine'
             lines = fleet_store.build(pristine, args.rows, days=7)
-            print(f'backlog: {lines} stored lines in 35 session files; '
-                  f'{args.latency * 1000:.0f} ms per call')
+            distinct = len({row['record_id'] for row in
+                            store.iter_rows(pristine / 'results')})
+            print(f'backlog: {lines} stored lines ({distinct} distinct rows) '
+                  f'in 35 session files; {args.latency * 1000:.0f} ms per '
+                  'call')
             print(load_line('before'))
-            print(f'{"uploads":>7} {"calls":>6} {"wall s":>7} '
+            print(f'{"uploads":>7} {"calls":>6} {"rows":>7} {"wall s":>7} '
                   f'{"floor s":>8} {"x floor":>8} {"CPU s":>6} '
                   f'{"ms/call":>7} {"endpoint CPU s":>14} {"peak MiB":>9}')
             for uploads in args.uploads:
@@ -50,15 +58,19 @@ def main(argv=None):
                 env = suite_env(home, {**fake.env(),
                                        'REQUESTS_CA_BUNDLE': fake.ca_bundle,
                                        'SSL_CERT_FILE': fake.ca_bundle})
-                before = calls(fake)
+                before, received = calls(fake), fake.rows_received
                 served = time.process_time()
                 wall, cpu, rss, _ = run_one(
                     [sys.executable, CLI, 'sync', '--uploads', str(uploads)],
                     env)
                 made = calls(fake) - before
+                received = fake.rows_received - received
+                if received != distinct:
+                    sys.exit(f'{received} rows arrived, not {distinct}')
                 served = time.process_time() - served
                 floor = made * args.latency / uploads
-                print(f'{uploads:7} {made:6} {wall:7.2f} {floor:8.2f} '
+                print(f'{uploads:7} {made:6} {received:7} {wall:7.2f} '
+                      f'{floor:8.2f} '
                       f'{wall / floor:8.2f} {cpu:6.2f} {1000 * cpu / made:7.1f} '
                       f'{served:14.2f} {rss / 2**20:9.0f}')
             print(load_line('after'))
