@@ -106,6 +106,11 @@ class FakeAzure:
     # garbage collector walks them) than decoding them
     keep_rows: bool = True
     rows_received: int = 0            # rows of every accepted call
+    # True: HTTP/1.1, connections kept open between calls as Azure's
+    # endpoints keep them (a TLS handshake per call otherwise, on both
+    # sides); set before start(). Off for the tests: an endpoint that
+    # stop()s must refuse the next call, not answer it on an open connection
+    keep_alive: bool = False
     # [(probability, status, headers)]: faults drawn for every call that
     # has no queued failure, from a seeded generator
     random_faults: list = field(default_factory=list)
@@ -195,6 +200,8 @@ class FakeAzure:
 
 def _handler_for(fake: FakeAzure):
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = 'HTTP/1.1' if fake.keep_alive else 'HTTP/1.0'
+
         def log_message(self, *args):
             pass
 

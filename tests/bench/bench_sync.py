@@ -11,7 +11,8 @@ seconds and per call (the client's own cost: with the uploads in flight
 it bounds the wall time once it exceeds latency / uploads), the loopback
 endpoint's CPU seconds (this process: the benchmark's own share of the
 machine) and peak RSS. The endpoint decompresses and decodes every body,
-as in the tests, but keeps only the count of its rows (FakeAzure.keep_rows).
+as in the tests, but keeps only the count of its rows (FakeAzure.keep_rows),
+and keeps connections open between calls (HTTP/1.1, as Azure does).
 Not collected by pytest.
 """
 from __future__ import annotations
@@ -38,8 +39,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
-        fake = start_fake(work, args.latency)
-        fake.keep_rows = False
+        fake = start_fake(work, args.latency, keep_rows=False,
+                          keep_alive=True)
         try:
             pristine = work / 'pristine'
             lines = fleet_store.build(pristine, args.rows, days=7)
