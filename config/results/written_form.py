@@ -7,9 +7,10 @@ order, ASCII only, no spaces. One regular expression, built from the schema,
 matches a line only when it is that form with every value of its column's
 type: a JSON string or null for string and datetime columns, an integer or
 null for int ones, a number or null for real ones, and any JSON value
-nested no deeper than _DEPTH says for dynamic ones. Numbers are held to what json
-reads as finite (at most 17 digits before the point, a two-digit exponent),
-so a NaN, an infinity, 1e999 or a number too long to read never matches.
+nested no deeper than _DEPTH says for dynamic ones. Numbers are held to
+what json reads as finite (at most 17 digits before the point, a two-digit
+exponent), so a NaN, an infinity, 1e999 or a number too long to read never
+matches.
 
 A line that matches is a valid JSON object the store's reader
 (store.parse_line) would read unchanged: it is sent as it is. Any other line

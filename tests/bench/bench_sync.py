@@ -47,9 +47,9 @@ def main(argv=None):
             lines = fleet_store.build(pristine, args.rows, days=7)
             distinct = {row['record_id'] for row in
                         store.iter_rows(pristine / 'results')}
-            print(f'backlog: {lines} stored lines ({len(distinct)} distinct rows) '
-                  f'in 35 session files; {args.latency * 1000:.0f} ms per '
-                  'call')
+            print(f'backlog: {lines} stored lines ({len(distinct)} '
+                  f'distinct rows) in 35 session files; '
+                  f'{args.latency * 1000:.0f} ms per call')
             print(load_line('before'))
             print(f'{"uploads":>7} {"calls":>6} {"rows":>7} {"wall s":>7} '
                   f'{"floor s":>8} {"x floor":>8} {"CPU s":>6} '
@@ -77,8 +77,8 @@ def main(argv=None):
                              f'{len(distinct)} stored')
                 floor = made * args.latency / uploads
                 print(f'{uploads:7} {made:6} {received:7} {wall:7.2f} '
-                      f'{floor:8.2f} '
-                      f'{wall / floor:8.2f} {cpu:6.2f} {1000 * cpu / made:7.1f} '
+                      f'{floor:8.2f} {wall / floor:8.2f} {cpu:6.2f} '
+                      f'{1000 * cpu / made:7.1f} '
                       f'{served:14.2f} {rss / 2**20:9.0f} {decoded:25.2f}')
             print(load_line('after'))
         finally:
