@@ -205,3 +205,37 @@ def test_sync_ships_written_lines_as_they_are_and_the_rest_as_before(
     again = run_sync(env)
     assert again.returncode == 0 and 'nothing to ship' in again.stdout
     assert len(fake_azure.rows) == len(wanted)
+
+
+def test_the_benchmarks_endpoint_checks_what_it_holds(tmp_path, monkeypatch):
+    """FakeAzure(hold_bodies=True), as tests/bench/bench_sync.py runs it:
+    413 for a body over 1 MB of JSON however well it compresses, and every
+    held body's rows decoded afterwards; a body that is no JSON array of
+    objects fails there."""
+    import gzip
+
+    from config.results import backlog, shipping
+    from tests.loopback_azure import FakeAzure, make_certificate
+    fake = FakeAzure(hold_bodies=True, keep_alive=True)
+    fake.cert, fake.key = make_certificate(tmp_path)
+    fake.start()
+    try:
+        for name, value in {**fake.env(), 'REQUESTS_CA_BUNDLE': str(fake.cert),
+                            'SSL_CERT_FILE': str(fake.cert)}.items():
+            monkeypatch.setenv(name, value)
+        send = backlog.default_transport()
+        lines = [compact(row(f'h{index}')).encode() for index in range(3)]
+        assert send(*shipping.encode_lines(
+            [(None, line) for line in lines])).kind == shipping.ACCEPTED
+        assert send(*shipping.encode_lines(
+            [(None, lines[0])] * 2)).kind == shipping.ACCEPTED
+        big = gzip.compress(b'[' + b','.join([lines[0]] * 1100) + b']')
+        assert len(big) < 100_000
+        assert send(big, True).kind == shipping.TOO_LARGE
+        assert [r['record_id'] for r in fake.held_rows()] == \
+            ['h0', 'h1', 'h2', 'h0', 'h0']
+        assert send(b'[1,2]', False).kind == shipping.ACCEPTED
+        with pytest.raises(ValueError):
+            list(fake.held_rows())
+    finally:
+        fake.close()
