@@ -106,7 +106,7 @@ class FakeAzure:
     # after the timed run, so that decoding 1 MB a call (20 ms of the
     # shared cores) does not slow the client being measured
     hold_bodies: bool = False
-    held: list = field(default_factory=list)     # (body, gzipped) as sent
+    held: list = field(default_factory=list)  # (body, gzipped, when) as sent
     # True: HTTP/1.1, connections kept open between calls as Azure's
     # endpoints keep them (a TLS handshake per call otherwise, on both
     # sides); set before start(). Off for the tests: an endpoint that
@@ -158,7 +158,7 @@ class FakeAzure:
         hold."""
         with self.lock:
             held, self.held = self.held, []
-        for body, gzipped in held:
+        for body, gzipped, _ in held:
             rows = json.loads(gzip.decompress(body) if gzipped else body)
             if not (isinstance(rows, list) and
                     all(isinstance(row, dict) for row in rows)):
@@ -321,7 +321,8 @@ def _handler_for(fake: FakeAzure):
                 record.status = 204
                 with fake.lock:
                     fake.uploads.append(record)
-                    fake.held.append((sent, raw is not sent))
+                    fake.held.append((sent, raw is not sent,
+                                      time.monotonic()))
                 return self._reply(204)
             try:
                 record.body = json.loads(raw)

@@ -1,19 +1,22 @@
 """Benchmark: `clusterproof sync` of a backlog of ROWS realistic rows (the
 fleet store's, tests/bench/fleet_store.py) against the loopback Logs
 Ingestion API with a latency added to every call (default 50 ms), with 1
-and with 3 uploads in flight; the floor is calls x latency / uploads.
+and with 3 uploads in flight (--uploads N...); the floor is calls x
+latency / uploads.
 
-    nice -n 10 .venv/bin/python -m tests.bench.bench_sync [--rows 100000]
+    nice -n 5 .venv/bin/python -m tests.bench.bench_sync [--rows 100000]
 
 Prints calls, rows the endpoint received (every distinct stored row must
-arrive once), wall seconds, the ratio to the floor, the command's CPU
-seconds and per call (the client's own cost: with the uploads in flight
-it bounds the wall time once it exceeds latency / uploads), the loopback
-endpoint's CPU seconds (this process: the benchmark's own share of the
-machine) and peak RSS. The endpoint decompresses every body as it comes and
-checks its size, keeps connections open between calls (HTTP/1.1, as Azure
-does), and decodes every body's JSON after the timed run
-(FakeAzure.hold_bodies): every distinct stored row must have arrived once.
+arrive once), wall seconds, seconds until the first call was answered
+(the command's fixed cost: Python, the Azure SDK's imports, the token, and
+one latency), the ratio to the floor, the command's CPU seconds and per
+call (the client's own cost: with the uploads in flight it bounds the wall
+time once it exceeds latency / uploads), the loopback endpoint's CPU
+seconds (this process: the benchmark's own share of the machine), peak RSS,
+and the CPU the endpoint spent afterwards decoding what it held. The
+endpoint decompresses every body as it comes and checks its size, keeps
+connections open between calls (HTTP/1.1, as Azure does), and decodes
+every body's JSON after the timed run (FakeAzure.hold_bodies).
 Not collected by pytest.
 """
 from __future__ import annotations
@@ -52,6 +55,7 @@ def main(argv=None):
                   f'{args.latency * 1000:.0f} ms per call')
             print(load_line('before'))
             print(f'{"uploads":>7} {"calls":>6} {"rows":>7} {"wall s":>7} '
+                  f'{"1st call s":>10} '
                   f'{"floor s":>8} {"x floor":>8} {"CPU s":>6} '
                   f'{"ms/call":>7} {"endpoint CPU s":>14} {"peak MiB":>9} '
                   f'{"JSON decoded after, CPU s":>25}')
@@ -62,12 +66,13 @@ def main(argv=None):
                                        'REQUESTS_CA_BUNDLE': fake.ca_bundle,
                                        'SSL_CERT_FILE': fake.ca_bundle})
                 before = calls(fake)
-                served = time.process_time()
+                served, started = time.process_time(), time.monotonic()
                 wall, cpu, rss, _ = run_one(
                     [sys.executable, CLI, 'sync', '--uploads', str(uploads)],
                     env)
                 made = calls(fake) - before
                 served = time.process_time() - served
+                first = min(when for _, _, when in fake.held) - started
                 decoded = time.process_time()
                 arrived = [row['record_id'] for row in fake.held_rows()]
                 decoded = time.process_time() - decoded
@@ -77,6 +82,7 @@ def main(argv=None):
                              f'{len(distinct)} stored')
                 floor = made * args.latency / uploads
                 print(f'{uploads:7} {made:6} {received:7} {wall:7.2f} '
+                      f'{first:10.2f} '
                       f'{floor:8.2f} {wall / floor:8.2f} {cpu:6.2f} '
                       f'{1000 * cpu / made:7.1f} '
                       f'{served:14.2f} {rss / 2**20:9.0f} {decoded:25.2f}')
