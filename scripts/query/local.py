@@ -1,7 +1,8 @@
 """Run KQL on the login node, with no Azure: DuckDB reads the local store's
 JSON lines (a settled session file from its Parquet copy, parquet_cache.py;
-json_lines.py has the rules) into one table shaped like ReFrameResults_CL (the columns of
-bicep/results_schema.json), and duckdb-kql translates the query.
+json_lines.py has the rules) into one table shaped like ReFrameResults_CL
+(the columns of bicep/results_schema.json), and duckdb-kql translates the
+query.
 
 The store is read once per connection, and only as much of it as the
 queries of that connection need (a `Reading`): the session files that can

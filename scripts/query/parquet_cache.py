@@ -7,8 +7,10 @@ file never changes. An entry holds every schema column of one file, read by
 json_lines' rules (unreadable lines left out, NaN and infinity as null),
 and its name is its key and its count of unreadable lines:
 ``<path key>-<identity key>-<unreadable>.parquet``. The path key is the
-file's path under results/; the identity key its size, its mtime_ns and
-json_lines.fingerprint (the rules and the schema's columns and types). An
+file's path under results/; the identity key its size, mtime_ns and
+ctime_ns (which no copy tool sets back: a file rewritten with its old size
+and mtime is a new file) and json_lines.fingerprint (the rules and the
+schema's columns and types). An
 appended, rewritten or replaced file, or a changed schema, finds no entry
 and is read from its JSON lines again; the new entry replaces the old one.
 
@@ -73,8 +75,7 @@ class Cache:
     def keys(self, path: str, stat: os.stat_result) -> tuple[str, str]:
         relative = os.path.relpath(path, self.results_dir)
         return (_key(relative, 24),
-                _key(f'{self.version} {stat.st_size} {stat.st_mtime_ns}',
-                     16))
+                _key(f'{self.version} {_identity(stat)}', 16))
 
     def find(self, path: str, stat: os.stat_result):
         """(entry path, unreadable lines) or None."""
@@ -90,8 +91,7 @@ class Cache:
             again = os.stat(path)
         except OSError:
             return
-        if (again.st_size, again.st_mtime_ns) != (stat.st_size,
-                                                   stat.st_mtime_ns):
+        if _identity(again) != _identity(stat):
             return                   # appended while read: next time
         path_key, identity = self.keys(path, stat)
         final = self.where / f'{path_key}-{identity}-{unreadable}.parquet'
@@ -124,6 +124,10 @@ class Cache:
             why = getattr(err, 'strerror', None) or str(err).splitlines()[0]
             store.warn(f'the query cache in {self.where} cannot be written '
                        f'({why}); queries read the JSON lines (slower)')
+
+
+def _identity(stat: os.stat_result) -> tuple:
+    return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
 def settled(stat: os.stat_result) -> bool:
@@ -188,9 +192,10 @@ def _insert_entries(con, table: str, selected: str, cached: list) -> list:
         pass                         # find which, one by one
     failed = []
     for found in cached:
+        entry = json_lines.sql_string(str(found[2]))
         try:
             con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
-                        f'read_parquet({json_lines.sql_string(str(found[2]))})')
+                        f'read_parquet({entry})')
         except duckdb.Error:
             _remove(found[2])
             failed.append(found)
