@@ -192,3 +192,20 @@ def test_two_queries_at_once_on_a_cold_cache(home):
     assert sorted(p.name for p in cache.iterdir()) == \
         sorted(p.name for p in entries(home))
     assert len(entries(home)) == 4 and stored(home) == expected
+
+
+def test_entries_are_the_same_however_the_files_are_batched(home,
+                                                           monkeypatch):
+    [first, second, *_] = session_files(home)
+    append(first, a_row(first, record_id='torn')[:40])
+    append(second, '{"not": "a row"\n')
+    together = stored(home)
+    assert local.unreadable_lines(local.connect(home / 'results')) == 2
+    for entry in entries(home):
+        entry.unlink()
+    monkeypatch.setattr(parquet_cache, 'BATCH_BYTES', 1)   # a file each
+    assert stored(home) == together
+    names = sorted(e.name for e in entries(home))
+    assert len(names) == 4 and sorted(n.rsplit('-', 1)[1] for n in names) \
+        == ['0.parquet', '0.parquet', '1.parquet', '1.parquet']
+    assert local.unreadable_lines(local.connect(home / 'results')) == 2

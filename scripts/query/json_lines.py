@@ -52,9 +52,10 @@ def _finite(column: dict) -> str:
     return f'CASE WHEN isfinite("{name}") THEN "{name}" END AS "{name}"'
 
 
-def read(con, table: str, columns: list[dict], files: list[str]) -> int:
+def read(con, table: str, columns: list[dict], files: list[str]) -> dict:
     """(Re)creates the temporary *table* with the *columns* of every row of
-    *files*; returns how many lines could not be read as a row."""
+    *files*, and the file each came from (``filename``); returns how many
+    lines of each file (those with any) could not be read as a row."""
     declared = ', '.join(f'{sql_string(c["name"])}: '
                          f'{sql_string(DUCKDB_TYPES[c["type"]])}'
                          for c in columns)
@@ -62,8 +63,12 @@ def read(con, table: str, columns: list[dict], files: list[str]) -> int:
     # killed) reads as a row of nulls; every real row has a record_id.
     con.execute(
         f'CREATE OR REPLACE TEMP TABLE "{table}" AS SELECT '
-        f'{", ".join(_finite(c) for c in columns)} FROM '
+        f'{", ".join(_finite(c) for c in columns)}, filename FROM '
         f'read_json({sql_list(files)}, columns={{{declared}}}, '
-        "format='newline_delimited', ignore_errors=true)")
-    return con.execute(f'DELETE FROM "{table}" WHERE record_id IS NULL'
-                       ).fetchall()[0][0]
+        "format='newline_delimited', ignore_errors=true, filename=true)")
+    lost = dict(con.execute(
+        f'SELECT filename, count(*) FROM "{table}" WHERE record_id IS NULL '
+        'GROUP BY filename').fetchall())
+    if lost:
+        con.execute(f'DELETE FROM "{table}" WHERE record_id IS NULL')
+    return lost

@@ -38,6 +38,7 @@ from config.results import store
 from scripts.query import json_lines, sql_cache
 
 SETTLED = dt.timedelta(minutes=10)
+BATCH_BYTES = 64 << 20
 _ENTRY = re.compile(r'^([0-9a-f]{24})-([0-9a-f]{16})-(\d+)\.parquet$')
 _STAGING = '_clusterproof_entry'
 _warned = []           # the one warning a process gives
@@ -83,8 +84,9 @@ class Cache:
 
     def keep(self, con, path: str, stat: os.stat_result,
              unreadable: int) -> None:
-        """Writes the staged rows of *path* (stage()) as its entry, when
-        the file is settled and unchanged since *stat*."""
+        """Writes the staged rows of *path* (load() stages every schema
+        column of a batch of files) as its entry, when the file is settled
+        and unchanged since *stat*."""
         if not self.writable or not settled(stat):
             return
         try:
@@ -98,7 +100,9 @@ class Cache:
         partial = self.where / f'.{final.name}.{uuid.uuid4().hex}.partial'
         try:
             self.where.mkdir(parents=True, exist_ok=True)
-            con.execute(f'COPY "{_STAGING}" TO '
+            con.execute(f'COPY (SELECT {json_lines.names(self.columns)} '
+                        f'FROM "{_STAGING}" WHERE filename = '
+                        f'{json_lines.sql_string(path)}) TO '
                         f'{json_lines.sql_string(str(partial))} '
                         '(FORMAT parquet)')
             os.replace(partial, final)
@@ -111,11 +115,6 @@ class Cache:
                 _remove(old)         # the file's earlier contents
                 del self.entries[old_path, old_identity]
         self.entries[path_key, identity] = (final, unreadable)
-
-    def stage(self, con, path: str) -> int:
-        """Reads every schema column of *path* into the staging table;
-        returns its unreadable lines."""
-        return json_lines.read(con, _STAGING, self.columns, [path])
 
     def _cannot_write(self, err) -> None:
         self.writable = False
@@ -159,22 +158,39 @@ def load(con, table: str, columns: list[dict],
     for path, stat, _, lost in _insert_entries(con, table, selected, cached):
         rest.append((path, stat))     # unreadable entry: built again
         unreadable -= lost
-    plain = []
-    for path, stat in rest:
-        if not (cache.writable and settled(stat)):
-            plain.append(path)
-            continue
-        lost = cache.stage(con, path)
-        cache.keep(con, path, stat, lost)
+    plain = [path for path, stat in rest
+             if not (cache.writable and settled(stat))]
+    kept = [(path, stat) for path, stat in rest
+            if cache.writable and settled(stat)]
+    for batch in _batches(kept):
+        lost = json_lines.read(con, _STAGING, cache.columns,
+                               [path for path, _ in batch])
+        for path, stat in batch:
+            cache.keep(con, path, stat, lost.get(path, 0))
         con.execute(f'INSERT INTO "{table}" SELECT {selected} '
                     f'FROM "{_STAGING}"')
-        unreadable += lost
+        unreadable += sum(lost.values())
     if plain:
-        unreadable += json_lines.read(con, _STAGING, columns, plain)
+        lost = json_lines.read(con, _STAGING, columns, plain)
         con.execute(f'INSERT INTO "{table}" SELECT {selected} '
                     f'FROM "{_STAGING}"')
+        unreadable += sum(lost.values())
     con.execute(f'DROP TABLE IF EXISTS "{_STAGING}"')
     return unreadable
+
+
+def _batches(files: list) -> list[list]:
+    """*files* in runs of up to BATCH_BYTES of JSON (one at least): one
+    read of many files is cheaper than a read each, and a batch's every
+    column is held in memory while its entries are written."""
+    batches, size = [], 0
+    for path, stat in files:
+        if not batches or size + stat.st_size > BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append((path, stat))
+        size += stat.st_size
+    return batches
 
 
 def _insert_entries(con, table: str, selected: str, cached: list) -> list:
