@@ -158,25 +158,32 @@ def load(con, table: str, columns: list[dict],
     for path, stat, _, lost in _insert_entries(con, table, selected, cached):
         rest.append((path, stat))     # unreadable entry: built again
         unreadable -= lost
-    plain = [path for path, stat in rest
-             if not (cache.writable and settled(stat))]
-    kept = [(path, stat) for path, stat in rest
-            if cache.writable and settled(stat)]
+    kept, plain = [], []
+    for path, stat in rest:
+        if cache.writable and settled(stat):
+            kept.append((path, stat))
+        else:
+            plain.append(path)
     for batch in _batches(kept):
-        lost = json_lines.read(con, _STAGING, cache.columns,
-                               [path for path, _ in batch])
+        lost = _from_json(con, table, selected, cache.columns,
+                          [path for path, _ in batch])
         for path, stat in batch:
             cache.keep(con, path, stat, lost.get(path, 0))
-        con.execute(f'INSERT INTO "{table}" SELECT {selected} '
-                    f'FROM "{_STAGING}"')
         unreadable += sum(lost.values())
     if plain:
-        lost = json_lines.read(con, _STAGING, columns, plain)
-        con.execute(f'INSERT INTO "{table}" SELECT {selected} '
-                    f'FROM "{_STAGING}"')
-        unreadable += sum(lost.values())
+        unreadable += sum(_from_json(con, table, selected, columns,
+                                     plain).values())
     con.execute(f'DROP TABLE IF EXISTS "{_STAGING}"')
     return unreadable
+
+
+def _from_json(con, table: str, selected: str, columns: list[dict],
+               files: list[str]) -> dict:
+    """Stages *columns* of *files* and inserts their rows into *table*;
+    returns each file's unreadable lines."""
+    lost = json_lines.read(con, _STAGING, columns, files)
+    con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM "{_STAGING}"')
+    return lost
 
 
 def _batches(files: list) -> list[list]:
