@@ -209,3 +209,23 @@ def test_entries_are_the_same_however_the_files_are_batched(home,
     assert len(names) == 4 and sorted(n.rsplit('-', 1)[1] for n in names) \
         == ['0.parquet', '0.parquet', '1.parquet', '1.parquet']
     assert local.unreadable_lines(local.connect(home / 'results')) == 2
+
+
+def test_a_file_appended_while_it_is_read_keeps_no_entry(home, monkeypatch):
+    """A session appends between the load's stat and its read: the rows
+    read are not kept under the older identity, and the next load reads
+    the new row."""
+    [first, *_] = session_files(home)
+    read = json_lines.read
+
+    def read_then_append(con, table, columns, files):
+        lost = read(con, table, columns, files)
+        if str(first) in files:
+            append(first, a_row(first, record_id='late') + '\n')
+        return lost
+    monkeypatch.setattr(json_lines, 'read', read_then_append)
+    during = {r[0] for r in stored(home)}
+    assert 'late' not in during and len(entries(home)) == 3
+    monkeypatch.setattr(json_lines, 'read', read)
+    assert 'late' in {r[0] for r in stored(home)}
+    assert len(entries(home)) == 4
