@@ -3,6 +3,7 @@ settled session file is read from its entry, an entry follows its file (an
 append, a new schema column), and whatever happens to the cache (torn
 lines, NaN, a cache that cannot be written, a corrupt entry, two queries at
 once) the answer is the one the JSON lines give."""
+import copy
 import json
 import os
 import subprocess
@@ -117,16 +118,20 @@ def test_nan_and_infinity_read_as_null_warm(home, monkeypatch):
     assert 'inf-1' in warm and warm['inf-1'] is None
 
 
-def test_a_new_schema_column_invalidates_every_entry(home, tmp_path,
-                                                     monkeypatch):
+def test_a_new_schema_column_invalidates_every_entry(home, tmp_path):
     stored(home)
     old = entries(home)
-    schema = records.schema()
+    schema = copy.deepcopy(records.schema())   # the cached one stays as is
     schema['columns'].append({'name': 'cache_probe', 'type': 'string'})
     changed = tmp_path / 'results_schema.json'
     changed.write_text(json.dumps(schema))
-    monkeypatch.setattr(records, 'SCHEMA_FILE', changed)
-    con = local.connect(home / 'results')
+    shipped, records.SCHEMA_FILE = records.SCHEMA_FILE, changed
+    records.schema.cache_clear()
+    try:
+        con = local.connect(home / 'results')
+    finally:
+        records.SCHEMA_FILE = shipped
+        records.schema.cache_clear()
     columns = [c[0] for c in con.execute(
         'DESCRIBE "ReFrameResults_CL"').fetchall()]
     assert 'cache_probe' in columns
