@@ -1,16 +1,18 @@
 """Every shipped query on a small realistic store (tests/query_store.py),
 run by the local engine (DuckDB + duckdb-kql) at a fixed 'now': the rows
-must be the expected ones in tests/data/query_golden/<name>.json.
+must be the expected ones in tests/data/query_golden/<name>.json, read from
+the JSON lines (cold) and from the Parquet cache (warm).
 
 To regenerate after a deliberate change to a query or the store, run with
 CLUSTERPROOF_UPDATE_GOLDEN=1, then read the diff before committing it."""
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
-from scripts.query import library, output
+from scripts.query import json_lines, library, output, parquet_cache
 from scripts.query.runner import Runner
 from tests import query_store
 
@@ -22,13 +24,29 @@ NAMES = [name for name in library.shipped() if name != library.BASE_NAME]
 def store_home(tmp_path_factory):
     home = tmp_path_factory.mktemp('store')
     rows = query_store.build(home)
+    query_store.settle(home)
     return home, rows
 
 
-@pytest.fixture(scope='module')
-def runner(store_home):
+def _no_json(*args, **kwargs):
+    raise AssertionError('a warm cache read JSON lines')
+
+
+@pytest.fixture(scope='module', params=['cold', 'warm'])
+def runner(request, store_home):
+    """Every test below twice: with an empty Parquet cache (the first
+    connection reads the JSON lines and keeps an entry of each file), then
+    with those entries and no JSON line read at all."""
     home, _ = store_home
-    return Runner(results_dir=home / 'results', now=query_store.NOW)
+    entries = parquet_cache.directory(home / 'results')
+    if request.param == 'cold':
+        shutil.rmtree(entries, ignore_errors=True)
+        yield Runner(results_dir=home / 'results', now=query_store.NOW)
+        return
+    assert len(list(entries.glob('*.parquet'))) == 2 * query_store.DAYS
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(json_lines, 'read', _no_json)
+        yield Runner(results_dir=home / 'results', now=query_store.NOW)
 
 
 def as_rows(result) -> list[dict]:

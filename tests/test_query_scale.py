@@ -4,7 +4,6 @@ and whatever it leaves out, every shipped query answers the rows it would
 answer reading everything, deduplicating with results.kql itself."""
 import datetime as dt
 import json
-import os
 
 import pytest
 
@@ -28,11 +27,7 @@ def home(tmp_path_factory):
     ReFrame leaves them."""
     home = tmp_path_factory.mktemp('scale')
     query_store.build(home)
-    for path in (home / 'results').glob('*/*.jsonl'):
-        last = max(json.loads(line)['TimeGenerated']
-                   for line in path.read_text().splitlines())
-        stamp = dt.datetime.fromisoformat(last).timestamp()
-        os.utime(path, (stamp, stamp))
+    query_store.settle(home)
     return home
 
 

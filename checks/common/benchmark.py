@@ -10,7 +10,7 @@ from .health_sampling import HealthSampling
 from .job_nodes import JobNodes
 from .node_fit import FitsPartition
 from .progress import ReportsProgress
-from .site_baselines import SiteBaselines
+from .site_baseline_judging import SiteBaselines
 from .sku_references import SkuReferences
 from .time_limit import TimeLimited
 from .vm_size import VmSize

@@ -15,10 +15,12 @@ import re
 import sys
 import urllib.parse
 
-from reframe.core.exceptions import LoggingError
-
-from . import live_push, records, shipping
+from . import records, shipping
 from . import settings as settings_of
+
+# ReFrame (LoggingError, live_push's handler) is imported where the live
+# push needs it: sync, query and acceptance read these settings without
+# paying ReFrame's import (about a second).
 
 API_VERSION = '2023-01-01'
 SCOPE = 'https://monitor.azure.com/.default'
@@ -100,6 +102,7 @@ def bearer_header() -> str:
     try:
         token = _get_credential().get_token(SCOPE)
     except Exception as err:
+        from reframe.core.exceptions import LoggingError
         raise LoggingError(
             f'clusterproof: no Azure token for {SCOPE} '
             f'({type(err).__name__}); the record stays in the local store'
@@ -124,6 +127,7 @@ def make_formatter(session_id: str):
             formatted.update(row['record_id'] for row in rows)
             return json.dumps(rows, allow_nan=False)
         except Exception as err:
+            from reframe.core.exceptions import LoggingError
             raise LoggingError(
                 f'clusterproof: cannot format perf record: {err}') from err
 
@@ -133,6 +137,7 @@ def make_formatter(session_id: str):
 def flush_timeout() -> float:
     """Seconds the live push may take at session end before it leaves the
     rest to `clusterproof sync` (CLUSTERPROOF_FLUSH_TIMEOUT, default 30)."""
+    from . import live_push
     return settings_of.seconds('CLUSTERPROOF_FLUSH_TIMEOUT',
                                live_push.DEFAULT_FLUSH_TIMEOUT)
 
@@ -150,6 +155,7 @@ def handler_config(session_id: str) -> dict | None:
               "still stored locally; fix the setting and run 'clusterproof "
               "sync' to ship them.", file=sys.stderr, flush=True)
         return None
+    from . import live_push
     return {
         'type': live_push.HANDLER_TYPE,
         'url': ingestion_url(**found),

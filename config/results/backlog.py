@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import azure_logs, ledger, shipping, store
+from . import ledger, shipping, store, written_form
 
 MAX_ATTEMPTS = 6           # calls per body before it is left for next time
 MAX_RETRY_SECONDS = 300
@@ -56,25 +56,23 @@ def accepted_everywhere(files) -> dict[str, int]:
 
 
 def stored_lines(path: Path):
-    """Each row of one session file with its line as stored (bytes, no
-    line end), read by the store's one reader (store.file_lines): a line
-    that is no row is skipped with a warning, and a row whose values the
-    reader nulled (NaN, wrong type) or whose record_id it made a string
-    comes re-encoded. The one place sync reads the store's lines."""
-    for row, line, changed in store.file_lines(path):
-        if changed:
-            line = json.dumps(row, separators=(',', ':'),
+    """(record_id, the line to send: bytes, no line end) of each row of one
+    session file. A line in the store writer's own form (written_form) goes
+    as it is, never decoded; any other is read by the store's one reader
+    (store.file_lines): a line that is no row is skipped with a warning,
+    and a row whose values the reader nulled (NaN, wrong type), whose
+    record_id it made a string or that lacks its completion time is
+    encoded again. The one place sync reads the store's lines."""
+    for found, line, changed in store.file_lines(
+            path, shortcut=written_form.shippable):
+        if type(found) is str:
+            yield found, line
+            continue
+        if changed or not found.get('check_job_completion_time'):
+            line = json.dumps(shipping.with_completion_time(found),
+                              separators=(',', ':'),
                               allow_nan=False).encode()
-        yield row, line
-
-
-def _as_sent(row: dict, line: bytes) -> bytes:
-    """The line itself, unless the row lacks its completion time: then the
-    row with it (shipping.with_completion_time), encoded once."""
-    if row.get('check_job_completion_time'):
-        return line
-    return json.dumps(shipping.with_completion_time(row),
-                      separators=(',', ':'), allow_nan=False).encode()
+        yield found.get('record_id'), line
 
 
 class StoredBacklog:
@@ -106,8 +104,7 @@ class StoredBacklog:
             session_ledger = ledger.Ledger(ledger.ledger_path(path))
             session = path.stem
             aside = ledger.read_rejected(ledger.rejected_path(path))
-            for row, line in stored_lines(path):
-                record_id = row.get('record_id')
+            for record_id, line in stored_lines(path):
                 if not record_id or record_id in shipped:
                     continue
                 if record_id in aside:
@@ -115,7 +112,7 @@ class StoredBacklog:
                     continue
                 shipped.add(record_id)
                 self.sessions[session] = self.sessions.get(session, 0) + 1
-                yield record_id, _as_sent(row, line), session_ledger
+                yield record_id, line, session_ledger
 
     def estimate(self) -> int:
         """About how many rows are left (lines less ledger lines), without
@@ -331,4 +328,5 @@ def sync_lock() -> ledger.FileLock:
 
 
 def default_transport() -> SdkTransport:
+    from . import azure_logs
     return SdkTransport(azure_logs.settings(), azure_logs.credential())

@@ -138,7 +138,7 @@ def _check_facts(check) -> dict:
                                  or {})
     facts['health_rows'] = list(getattr(check, 'health_rows', None) or [])
     facts['health_notes'] = dict(getattr(check, 'health_notes', None) or {})
-    # The site baseline's verdicts (checks/common/site_baselines.py)
+    # The site baseline's verdicts (checks/common/site_baseline_judging.py)
     # (an unreadable baseline file fails the test itself, saying which)
     verdicts = getattr(check, 'site_baseline_verdicts', None)
     try:

@@ -373,11 +373,13 @@ def file_rows(path: Path, warn=warn):
         yield number, row
 
 
-def file_lines(path: Path, warn=warn):
+def file_lines(path: Path, warn=warn, shortcut=None):
     """The rows of one store file, as (row, its line without the line end,
     whether the reader changed the row). Unreadable lines are skipped and
     null-read values named: one warning per line, the first few of each
-    file, then one count."""
+    file, then one count. *shortcut(raw)*, when given, may answer for a
+    line the reader would read unchanged (config/results/written_form.py):
+    such a line comes as (its answer, the line, False), never decoded."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as err:
@@ -396,6 +398,11 @@ def file_lines(path: Path, warn=warn):
             warn(f'{path} line {number}: {what}')
     with os.fdopen(fd, 'rb') as fp:
         for number, raw in enumerate(fp, 1):
+            if shortcut is not None:
+                known = shortcut(raw)
+                if known is not None:
+                    yield known, raw[:-1], False
+                    continue
             try:
                 row, nulled = parse_line(raw)
             except Unreadable as err:

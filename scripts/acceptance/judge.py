@@ -134,7 +134,7 @@ def verdict_rows(decided: list[Decided], session_id: str) -> list[dict]:
     nothing the judged row does not say, and 1,000 nodes x 50 metrics
     would double the store); the site baseline's are on the judged rows
     themselves, written by the ReFrame run (checks/common/
-    site_baselines.py)."""
+    site_baseline_judging.py)."""
     return [summary.verdict_row(d.row, session_id, FAIL, d.basis, d.reason,
                                 d.reference)
             for d in decided if d.fail and d.basis != SITE_BASELINE]

@@ -114,8 +114,11 @@ class Progress:
         self.stream = stream
         self.shown = False
 
+    def on_terminal(self) -> bool:
+        return self.stream.isatty()
+
     def __call__(self, shipped: int, total: int) -> None:
-        if total >= 1000 and self.stream.isatty():
+        if total >= 1000 and self.on_terminal():
             self.stream.write(f'\rclusterproof sync: {shipped} of {total} '
                               f'rows shipped')
             self.stream.flush()
@@ -234,7 +237,9 @@ def _sync(args) -> int:
     progress = Progress()
     tally, stopped = backlog.ship_stored(
         itertools.chain([first] if first else [], items), transport,
-        progress, total=found.estimate(), in_flight=args.uploads)
+        progress, in_flight=args.uploads,
+        # a second read of every file, for the progress line alone
+        total=found.estimate() if progress.on_terminal() else 0)
     progress.done()
     if args.verify and stopped is None:
         missing = _missing_after_verify(args)

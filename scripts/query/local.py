@@ -1,6 +1,8 @@
 """Run KQL on the login node, with no Azure: DuckDB reads the local store's
-JSON lines into one table shaped like ReFrameResults_CL (the columns of
-bicep/results_schema.json), and duckdb-kql translates the query.
+JSON lines (a settled session file from its Parquet copy, parquet_cache.py;
+json_lines.py has the rules) into one table shaped like ReFrameResults_CL
+(the columns of bicep/results_schema.json), and duckdb-kql translates the
+query.
 
 The store is read once per connection, and only as much of it as the
 queries of that connection need (a `Reading`): the session files that can
@@ -23,14 +25,12 @@ import duckdb
 import duckdb_kql
 
 from config.results import records, store
-from scripts.query import library, needs, sql_cache
+from scripts.query import (json_lines, library, needs, parquet_cache,
+                           sql_cache)
+from scripts.query.json_lines import sql_string as _sql_string
 from scripts.query.needs import Reading
 from scripts.query.result import QueryFailed, Result, Stream, plain
 
-# Kusto column type -> the DuckDB type that duckdb-kql reads back as it.
-_DUCKDB_TYPES = {'datetime': 'TIMESTAMPTZ', 'string': 'VARCHAR',
-                 'real': 'DOUBLE', 'int': 'INTEGER', 'long': 'BIGINT',
-                 'boolean': 'BOOLEAN', 'dynamic': 'JSON'}
 _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
                 'INTEGER': 'int', 'HUGEINT': 'long', 'VARCHAR': 'string',
                 'BOOLEAN': 'bool', 'JSON': 'dynamic', 'DATE': 'datetime'}
@@ -42,26 +42,25 @@ MEMORY_VARIABLE = 'CLUSTERPROOF_QUERY_MEMORY'
 DEFAULT_MEMORY = '640MB'
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def stored_files(base: Path, start: dt.datetime | None) -> list[str]:
     """The session files to read: every one, or those written to since
-    *start* (less CLOCK_SLACK). A file's modification time is its last
-    append, after every row in it completed; a copy that lost its times
-    only makes the file read when it need not be."""
-    files = store.session_files(base)
-    if start is None:
-        return [str(path) for path in files]
-    since = (start - CLOCK_SLACK).timestamp()
+    *start* (less CLOCK_SLACK)."""
+    return [path for path, _ in _stored(base, start)]
+
+
+def _stored(base: Path, start: dt.datetime | None):
+    """(path, stat) of the session files to read. A file's modification
+    time is its last append, after every row in it completed; a copy that
+    lost its times only makes the file read when it need not be."""
+    since = None if start is None else (start - CLOCK_SLACK).timestamp()
     kept = []
-    for path in files:
+    for path in store.session_files(base):
         try:
-            if path.stat().st_mtime >= since:
-                kept.append(str(path))
+            stat = path.stat()
         except OSError:          # gone since listed: nothing to read
             continue
+        if since is None or stat.st_mtime >= since:
+            kept.append((str(path), stat))
     return kept
 
 
@@ -74,27 +73,12 @@ def _schema_columns(reading: Reading) -> list[dict]:
             if wanted is None or c['name'] in wanted]
 
 
-def _load(con, table: str, columns: list[dict], files: list[str]) -> int:
-    """The rows of *files* in *table*, each record once; returns how many
-    lines could not be read as a row."""
-    if not files:
-        definitions = ', '.join(f'"{c["name"]}" {_DUCKDB_TYPES[c["type"]]}'
-                                for c in columns)
-        con.execute(f'CREATE TABLE "{table}" ({definitions})')
-        return 0
-    declared = ', '.join(f'{_sql_string(c["name"])}: '
-                         f'{_sql_string(_DUCKDB_TYPES[c["type"]])}'
-                         for c in columns)
-    file_list = '[' + ', '.join(_sql_string(f) for f in files) + ']'
-    # An unreadable line (a torn last line of a session still writing, or
-    # killed) reads as a row of nulls; every real row has a record_id.
-    con.execute(
-        f'CREATE TABLE "{table}" AS SELECT * FROM read_json({file_list}, '
-        f"columns={{{declared}}}, format='newline_delimited', "
-        'ignore_errors=true)')
-    unreadable = con.execute(f'DELETE FROM "{table}" WHERE record_id IS NULL'
-                             ).fetchall()[0][0]
-    _nonfinite_as_null(con, table, columns)
+def _load(con, table: str, columns: list[dict], files, cache) -> int:
+    """The rows of *files* ((path, stat) pairs) in *table*, each record
+    once, read through the Parquet *cache*; returns how many lines could not
+    be read as a row."""
+    con.execute(f'CREATE TABLE "{table}" ({json_lines.definitions(columns)})')
+    unreadable = parquet_cache.load(con, table, columns, files, cache)
     rows, distinct = con.execute(
         f'SELECT count(*), count(DISTINCT record_id) FROM "{table}"'
     ).fetchall()[0]
@@ -108,16 +92,6 @@ def _load(con, table: str, columns: list[dict], files: list[str]) -> int:
     return unreadable
 
 
-def _nonfinite_as_null(con, table, columns):
-    """A NaN or an infinity found in a file reads as null, as it would
-    have been stored (store.parse_line does the same for sync)."""
-    for column in columns:
-        if column['type'] == 'real':
-            name = column['name']
-            con.execute(f'UPDATE "{table}" SET "{name}" = NULL '
-                        f'WHERE NOT isfinite("{name}")')
-
-
 def connect(results_dir: Path | None = None, reading: Reading = Reading(),
             filters: library.Filters | None = None):
     """A DuckDB connection with the store's rows (those *reading* asks for)
@@ -128,8 +102,9 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     results_dir = results_dir or store.results_dir()
     _bound_memory(con, results_dir)
     columns = _schema_columns(reading)
-    files = stored_files(results_dir, reading.start)
-    unreadable = _load(con, schema['table'], columns, files)
+    files = _stored(results_dir, reading.start)
+    entries = parquet_cache.Cache(results_dir, schema['columns'])
+    unreadable = _load(con, schema['table'], columns, files, entries)
     cache = sql_cache.directory(results_dir)
     con.execute(f'CREATE TABLE {_LOAD_NOTES} AS SELECT {int(unreadable)} '
                 f'AS unreadable, {_sql_string(str(cache))} AS cache')

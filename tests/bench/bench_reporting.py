@@ -30,8 +30,9 @@ from tests.reporting_helpers import SYNTHETIC
 BENCH = Path(__file__).resolve().parent
 
 
-def start_fake(directory: Path, latency: float) -> FakeAzure:
-    fake = FakeAzure()
+def start_fake(directory: Path, latency: float, **fields) -> FakeAzure:
+    """A loopback Azure, its FakeAzure *fields* set before it starts."""
+    fake = FakeAzure(**fields)
     fake.cert, fake.key = make_certificate(directory)
     fake.ca_bundle = str(fake.cert)
     fake.latency = latency

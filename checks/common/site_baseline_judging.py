@@ -22,7 +22,18 @@ class SiteBaselines(rfm.RegressionTestPlugin):
         """Perf variable -> what the site baseline says of its value:
         {'fail', 'reason', 'value', 'lower', 'upper', 'source'}; only the
         variables that have an entry. Known once the performance stage has
-        evaluated the values (failed or not)."""
+        evaluated the values (failed or not). Judged once per set of
+        values: the hook below and the row writer ask for the same."""
+        measured = tuple((name, info[0]) for name, info
+                         in (self.perfvalues or {}).items())
+        judged = getattr(self, '_site_baseline_judged', None)
+        if judged is not None and judged[0] == measured:
+            return judged[1]
+        found = self._judged_against_site_baseline()
+        self._site_baseline_judged = (measured, found)
+        return found
+
+    def _judged_against_site_baseline(self) -> dict[str, dict]:
         layer = site_baseline.current()
         if not layer.entries:
             return {}

@@ -1,0 +1,74 @@
+"""The store's JSON lines as a DuckDB table, by the local engine's load
+rules: every column with the type bicep/results_schema.json declares for it
+(through DUCKDB_TYPES); a line that cannot be read as a row is left out and
+counted; a NaN or an infinity reads as null, as it would have been stored
+(store.parse_line does the same for sync).
+
+``fingerprint`` names these rules and the schema for the Parquet cache
+(parquet_cache.py): bump RULES when a rule here changes, and every cached
+entry is read from its JSON lines again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+RULES = 1
+# Kusto column type -> the DuckDB type that duckdb-kql reads back as it.
+DUCKDB_TYPES = {'datetime': 'TIMESTAMPTZ', 'string': 'VARCHAR',
+                'real': 'DOUBLE', 'int': 'INTEGER', 'long': 'BIGINT',
+                'boolean': 'BOOLEAN', 'dynamic': 'JSON'}
+
+
+def sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def sql_list(texts) -> str:
+    return '[' + ', '.join(sql_string(t) for t in texts) + ']'
+
+
+def definitions(columns: list[dict]) -> str:
+    """The columns as a CREATE TABLE lists them."""
+    return ', '.join(f'"{c["name"]}" {DUCKDB_TYPES[c["type"]]}'
+                     for c in columns)
+
+
+def names(columns: list[dict]) -> str:
+    return ', '.join(f'"{c["name"]}"' for c in columns)
+
+
+def fingerprint(columns: list[dict]) -> str:
+    """What a table read by these rules depends on besides its file."""
+    key = json.dumps([RULES, [(c['name'], DUCKDB_TYPES[c['type']])
+                              for c in columns]])
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _finite(column: dict) -> str:
+    name = column['name']
+    if column['type'] != 'real':
+        return f'"{name}"'
+    return f'CASE WHEN isfinite("{name}") THEN "{name}" END AS "{name}"'
+
+
+def read(con, table: str, columns: list[dict], files: list[str]) -> dict:
+    """(Re)creates the temporary *table* with the *columns* of every row of
+    *files*, and the file each came from (``filename``); returns how many
+    lines of each file (those with any) could not be read as a row."""
+    declared = ', '.join(f'{sql_string(c["name"])}: '
+                         f'{sql_string(DUCKDB_TYPES[c["type"]])}'
+                         for c in columns)
+    # An unreadable line (a torn last line of a session still writing, or
+    # killed) reads as a row of nulls; every real row has a record_id.
+    con.execute(
+        f'CREATE OR REPLACE TEMP TABLE "{table}" AS SELECT '
+        f'{", ".join(_finite(c) for c in columns)}, filename FROM '
+        f'read_json({sql_list(files)}, columns={{{declared}}}, '
+        "format='newline_delimited', ignore_errors=true, filename=true)")
+    lost = dict(con.execute(
+        f'SELECT filename, count(*) FROM "{table}" WHERE record_id IS NULL '
+        'GROUP BY filename').fetchall())
+    if lost:
+        con.execute(f'DELETE FROM "{table}" WHERE record_id IS NULL')
+    return lost

@@ -1,0 +1,225 @@
+"""Each settled session file's rows kept as Parquet under
+$CLUSTERPROOF_HOME/cache/parquet/, so that a query reads the columns it
+names from a fraction of the bytes instead of parsing every JSON line again.
+
+A session file only grows while its session runs, and a closed session's
+file never changes. An entry holds every schema column of one file, read by
+json_lines' rules (unreadable lines left out, NaN and infinity as null),
+and its name is its key and its count of unreadable lines:
+``<path key>-<identity key>-<unreadable>.parquet``. The path key is the
+file's path under results/; the identity key its size, mtime_ns and
+ctime_ns (which no copy tool sets back: a file rewritten with its old size
+and mtime is a new file) and json_lines.fingerprint (the rules and the
+schema's columns and types). An
+appended, rewritten or replaced file, or a changed schema, finds no entry
+and is read from its JSON lines again; the new entry replaces the old one.
+
+Only a file last written more than SETTLED ago is cached (a session still
+writing would be cached again at every query); the others are read from
+their JSON lines in the same load. Entries are built by the query that
+first reads a file (the cold run pays each write once): written to a
+hidden temporary name, then renamed, so a reader never sees half an entry.
+A cache that cannot be written costs only speed (one warning); an entry
+that cannot be read is removed and built again.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+
+import duckdb
+
+from config.results import store
+from scripts.query import json_lines, sql_cache
+
+SETTLED = dt.timedelta(minutes=10)
+BATCH_BYTES = 64 << 20
+_ENTRY = re.compile(r'^([0-9a-f]{24})-([0-9a-f]{16})-(\d+)\.parquet$')
+_STAGING = '_clusterproof_entry'
+_warned = []           # the one warning a process gives
+
+
+def directory(results_dir: Path) -> Path:
+    return sql_cache.directory(results_dir).parent / 'parquet'
+
+
+def _key(text: str, length: int) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+class Cache:
+    """The entries of one store, for one load."""
+
+    def __init__(self, results_dir: Path, schema_columns: list[dict]):
+        self.results_dir = results_dir
+        self.where = directory(results_dir)
+        self.columns = schema_columns
+        self.version = json_lines.fingerprint(schema_columns)
+        self.writable = True
+        self.entries = {}            # (path key, identity key) -> (Path, n)
+        try:
+            found = os.scandir(self.where)
+        except OSError:
+            return
+        with found:
+            for item in found:
+                named = _ENTRY.match(item.name)
+                if named:
+                    self.entries[named.group(1), named.group(2)] = (
+                        Path(item.path), int(named.group(3)))
+
+    def keys(self, path: str, stat: os.stat_result) -> tuple[str, str]:
+        relative = os.path.relpath(path, self.results_dir)
+        return (_key(relative, 24),
+                _key(f'{self.version} {_identity(stat)}', 16))
+
+    def find(self, path: str, stat: os.stat_result):
+        """(entry path, unreadable lines) or None."""
+        return self.entries.get(self.keys(path, stat))
+
+    def keep(self, con, path: str, stat: os.stat_result,
+             unreadable: int) -> None:
+        """Writes the staged rows of *path* (load() stages every schema
+        column of a batch of files) as its entry, when the file is settled
+        and unchanged since *stat*."""
+        if not self.writable or not settled(stat):
+            return
+        try:
+            again = os.stat(path)
+        except OSError:
+            return
+        if _identity(again) != _identity(stat):
+            return                   # appended while read: next time
+        path_key, identity = self.keys(path, stat)
+        final = self.where / f'{path_key}-{identity}-{unreadable}.parquet'
+        partial = self.where / f'.{final.name}.{uuid.uuid4().hex}.partial'
+        try:
+            self.where.mkdir(parents=True, exist_ok=True)
+            con.execute(f'COPY (SELECT {json_lines.names(self.columns)} '
+                        f'FROM "{_STAGING}" WHERE filename = '
+                        f'{json_lines.sql_string(path)}) TO '
+                        f'{json_lines.sql_string(str(partial))} '
+                        '(FORMAT parquet)')
+            os.replace(partial, final)
+        except (OSError, duckdb.Error) as err:
+            self._cannot_write(err)
+            _remove(partial)
+            return
+        for (old_path, old_identity), (old, _) in list(self.entries.items()):
+            if old_path == path_key and old_identity != identity:
+                _remove(old)         # the file's earlier contents
+                del self.entries[old_path, old_identity]
+        self.entries[path_key, identity] = (final, unreadable)
+
+    def _cannot_write(self, err) -> None:
+        self.writable = False
+        if not _warned:
+            _warned.append(err)
+            why = getattr(err, 'strerror', None) or str(err).splitlines()[0]
+            store.warn(f'the query cache in {self.where} cannot be written '
+                       f'({why}); queries read the JSON lines (slower)')
+
+
+def _identity(stat: os.stat_result) -> tuple:
+    return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+
+
+def settled(stat: os.stat_result) -> bool:
+    return stat.st_mtime < time.time() - SETTLED.total_seconds()
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def load(con, table: str, columns: list[dict],
+         files: list[tuple[str, os.stat_result]], cache: Cache) -> int:
+    """Inserts the *columns* of every row of *files* into *table*: from
+    their entries where they have one, else from their JSON lines (keeping
+    an entry of each settled one). Returns the unreadable lines."""
+    selected = json_lines.names(columns)
+    cached, unreadable = [], 0
+    rest = []
+    for path, stat in files:
+        entry = cache.find(path, stat)
+        if entry is None:
+            rest.append((path, stat))
+        else:
+            cached.append((path, stat, *entry))
+            unreadable += entry[1]
+    for path, stat, _, lost in _insert_entries(con, table, selected, cached):
+        rest.append((path, stat))     # unreadable entry: built again
+        unreadable -= lost
+    kept, plain = [], []
+    for path, stat in rest:
+        if cache.writable and settled(stat):
+            kept.append((path, stat))
+        else:
+            plain.append(path)
+    for batch in _batches(kept):
+        lost = _from_json(con, table, selected, cache.columns,
+                          [path for path, _ in batch])
+        for path, stat in batch:
+            cache.keep(con, path, stat, lost.get(path, 0))
+        unreadable += sum(lost.values())
+    if plain:
+        unreadable += sum(_from_json(con, table, selected, columns,
+                                     plain).values())
+    con.execute(f'DROP TABLE IF EXISTS "{_STAGING}"')
+    return unreadable
+
+
+def _from_json(con, table: str, selected: str, columns: list[dict],
+               files: list[str]) -> dict:
+    """Stages *columns* of *files* and inserts their rows into *table*;
+    returns each file's unreadable lines."""
+    lost = json_lines.read(con, _STAGING, columns, files)
+    con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM "{_STAGING}"')
+    return lost
+
+
+def _batches(files: list) -> list[list]:
+    """*files* in runs of up to BATCH_BYTES of JSON (one at least): one
+    read of many files is cheaper than a read each, and a batch's every
+    column is held in memory while its entries are written."""
+    batches, size = [], 0
+    for path, stat in files:
+        if not batches or size + stat.st_size > BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append((path, stat))
+        size += stat.st_size
+    return batches
+
+
+def _insert_entries(con, table: str, selected: str, cached: list) -> list:
+    """Inserts the rows of the *cached* entries (path, stat, entry,
+    unreadable); returns those that could not be read (removed, to be built
+    again)."""
+    if not cached:
+        return []
+    entries = [str(entry) for _, _, entry, _ in cached]
+    try:
+        con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
+                    f'read_parquet({json_lines.sql_list(entries)})')
+        return []
+    except duckdb.Error:
+        pass                         # find which, one by one
+    failed = []
+    for found in cached:
+        entry = json_lines.sql_string(str(found[2]))
+        try:
+            con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
+                        f'read_parquet({entry})')
+        except duckdb.Error:
+            _remove(found[2])
+            failed.append(found)
+    return failed

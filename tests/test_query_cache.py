@@ -1,0 +1,236 @@
+"""The local engine's Parquet cache (scripts/query/parquet_cache.py): a
+settled session file is read from its entry, an entry follows its file (an
+append, a new schema column), and whatever happens to the cache (torn
+lines, NaN, a cache that cannot be written, a corrupt entry, two queries at
+once) the answer is the one the JSON lines give."""
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from config.results import records
+from scripts.query import json_lines, local, parquet_cache
+from tests import query_store
+from tests.helpers import REPO
+from tests.test_query_cli import local_env
+
+SETTLED_AT = time.time() - 3600
+
+
+@pytest.fixture
+def home(tmp_path):
+    query_store.build(tmp_path, days=2)
+    query_store.settle(tmp_path)
+    return tmp_path
+
+
+def entries(home) -> list:
+    return sorted(parquet_cache.directory(home / 'results').glob('*.parquet'))
+
+
+def session_files(home) -> list:
+    return sorted((home / 'results').glob('*/*.jsonl'))
+
+
+def stored(home) -> list[tuple]:
+    """Every row the engine holds, in a stable order."""
+    con = local.connect(home / 'results')
+    return con.execute('SELECT record_id, check_perf_value, TimeGenerated '
+                       'FROM "ReFrameResults_CL" ORDER BY ALL').fetchall()
+
+
+def no_json(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError('JSON lines read')
+    monkeypatch.setattr(json_lines, 'read', refuse)
+
+
+def append(path, text: str, when: float = SETTLED_AT) -> None:
+    with open(path, 'a') as fp:
+        fp.write(text)
+    os.utime(path, (when, when))
+
+
+def a_row(path, **values) -> str:
+    """A copy of the file's first row with a new record_id and *values*."""
+    row = json.loads(path.read_text().splitlines()[0])
+    return json.dumps({**row, **values})
+
+
+def test_a_warm_load_reads_the_entries_alone(home, monkeypatch):
+    cold = stored(home)
+    assert len(entries(home)) == len(session_files(home)) == 4
+    no_json(monkeypatch)
+    assert stored(home) == cold
+
+
+def test_a_file_still_being_written_is_read_but_not_cached(home):
+    [first, *_] = session_files(home)
+    now = time.time()
+    os.utime(first, (now, now))
+    rows = stored(home)
+    assert len(entries(home)) == 3
+    assert len(rows) == len(stored(home))
+    assert {r[0] for r in rows} >= {json.loads(line)['record_id']
+                                    for line in first.read_text().splitlines()}
+
+
+def test_an_appended_file_is_read_again(home):
+    before = stored(home)
+    [first, *_] = session_files(home)
+    append(first, a_row(first, record_id='appended-1') + '\n')
+    after = stored(home)
+    assert len(after) == len(before) + 1
+    assert 'appended-1' in {r[0] for r in after}
+    # the file's earlier entry is gone: one entry per file
+    assert len(entries(home)) == 4
+
+
+def test_a_torn_line_is_counted_cold_and_warm(home, monkeypatch):
+    [first, *_] = session_files(home)
+    append(first, a_row(first, record_id='torn')[:40])
+    cold = local.connect(home / 'results')
+    assert local.unreadable_lines(cold) == 1
+    no_json(monkeypatch)
+    warm = local.connect(home / 'results')
+    assert local.unreadable_lines(warm) == 1
+    assert warm.execute('SELECT count(*) FROM "ReFrameResults_CL" WHERE '
+                        "record_id = 'torn'").fetchall() == [(0,)]
+
+
+def test_nan_and_infinity_read_as_null_warm(home, monkeypatch):
+    [first, *_] = session_files(home)
+    text = a_row(first, record_id='nan-1', check_perf_value=1.0).replace(
+        '"check_perf_value": 1.0', '"check_perf_value": NaN')
+    assert 'NaN' in text
+    infinite = a_row(first, record_id='inf-1', check_perf_value=1.0).replace(
+        '"check_perf_value": 1.0', '"check_perf_value": -Infinity')
+    assert 'Infinity' in infinite
+    append(first, text + '\n' + infinite + '\n')
+    cold = dict((r[0], r[1]) for r in stored(home))
+    no_json(monkeypatch)
+    warm = dict((r[0], r[1]) for r in stored(home))
+    assert cold['nan-1'] is None and warm['nan-1'] is None
+    assert 'inf-1' in warm and warm['inf-1'] is None
+
+
+def test_a_new_schema_column_invalidates_every_entry(home, tmp_path):
+    stored(home)
+    old = entries(home)
+    schema = copy.deepcopy(records.schema())   # the cached one stays as is
+    schema['columns'].append({'name': 'cache_probe', 'type': 'string'})
+    changed = tmp_path / 'results_schema.json'
+    changed.write_text(json.dumps(schema))
+    shipped, records.SCHEMA_FILE = records.SCHEMA_FILE, changed
+    records.schema.cache_clear()
+    try:
+        con = local.connect(home / 'results')
+    finally:
+        records.SCHEMA_FILE = shipped
+        records.schema.cache_clear()
+    columns = [c[0] for c in con.execute(
+        'DESCRIBE "ReFrameResults_CL"').fetchall()]
+    assert 'cache_probe' in columns
+    new = entries(home)
+    assert len(new) == 4 and not set(new) & set(old)
+
+
+def test_a_cache_that_cannot_be_written_costs_only_speed(home, monkeypatch,
+                                                         capfd):
+    answer = stored(home)
+    cache = parquet_cache.directory(home / 'results')
+    for entry in entries(home):
+        entry.unlink()
+    cache.rmdir()
+    cache.write_text('not a directory')      # as a read-only home would
+    monkeypatch.setattr(parquet_cache, '_warned', [])
+    assert stored(home) == answer
+    assert stored(home) == answer
+    warnings = [line for line in capfd.readouterr().err.splitlines()
+                if 'query cache' in line]
+    assert len(warnings) == 1 and 'slower' in warnings[0]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root writes anywhere')
+def test_a_read_only_cache_directory_still_answers(home, monkeypatch):
+    answer = stored(home)
+    cache = parquet_cache.directory(home / 'results')
+    entries(home)[0].unlink()
+    cache.chmod(0o555)
+    monkeypatch.setattr(parquet_cache, '_warned', [])
+    try:
+        assert stored(home) == answer
+    finally:
+        cache.chmod(0o755)
+
+
+def test_a_corrupt_entry_is_ignored_and_built_again(home):
+    answer = stored(home)
+    [bad, *_] = entries(home)
+    bad.write_bytes(bad.read_bytes()[:100])
+    assert stored(home) == answer
+    assert len(entries(home)) == 4
+    assert all(e.stat().st_size > 100 for e in entries(home))
+
+
+def test_two_queries_at_once_on_a_cold_cache(home):
+    """Two CLI processes building the same entries at once: both answer
+    the JSON lines' rows, and no half-written entry is left."""
+    env = local_env(home)
+    expected = stored(home)
+    for entry in entries(home):
+        entry.unlink()
+    argv = [sys.executable, str(REPO / 'scripts' / 'clusterproof'), 'query',
+            'run_summary', '--json']
+    both = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             cwd=str(REPO)) for _ in range(2)]
+    outputs = [p.communicate(timeout=120) for p in both]
+    assert [p.returncode for p in both] == [0, 0], outputs
+    first, second = (json.loads(out) for out, _ in outputs)
+    assert first == second and len(first) == 4
+    cache = parquet_cache.directory(home / 'results')
+    assert sorted(p.name for p in cache.iterdir()) == \
+        sorted(p.name for p in entries(home))
+    assert len(entries(home)) == 4 and stored(home) == expected
+
+
+def test_entries_are_the_same_however_the_files_are_batched(home,
+                                                           monkeypatch):
+    [first, second, *_] = session_files(home)
+    append(first, a_row(first, record_id='torn')[:40])
+    append(second, '{"not": "a row"\n')
+    together = stored(home)
+    assert local.unreadable_lines(local.connect(home / 'results')) == 2
+    for entry in entries(home):
+        entry.unlink()
+    monkeypatch.setattr(parquet_cache, 'BATCH_BYTES', 1)   # a file each
+    assert stored(home) == together
+    names = sorted(e.name for e in entries(home))
+    assert len(names) == 4 and sorted(n.rsplit('-', 1)[1] for n in names) \
+        == ['0.parquet', '0.parquet', '1.parquet', '1.parquet']
+    assert local.unreadable_lines(local.connect(home / 'results')) == 2
+
+
+def test_a_file_appended_while_it_is_read_keeps_no_entry(home, monkeypatch):
+    """A session appends between the load's stat and its read: the rows
+    read are not kept under the older identity, and the next load reads
+    the new row."""
+    [first, *_] = session_files(home)
+    read = json_lines.read
+
+    def read_then_append(con, table, columns, files):
+        lost = read(con, table, columns, files)
+        if str(first) in files:
+            append(first, a_row(first, record_id='late') + '\n')
+        return lost
+    monkeypatch.setattr(json_lines, 'read', read_then_append)
+    during = {r[0] for r in stored(home)}
+    assert 'late' not in during and len(entries(home)) == 3
+    monkeypatch.setattr(json_lines, 'read', read)
+    assert 'late' in {r[0] for r in stored(home)}
+    assert len(entries(home)) == 4
