@@ -229,3 +229,31 @@ def test_leave_one_out_medians_agree_on_groups_of_every_size(tmp_path):
     runner = Runner(results_dir=tmp_path / 'results')
     flagged = assert_agree(rows, runner)
     assert len({key[0].rsplit('-', 1)[0] for key in flagged}) >= 10
+
+
+def test_a_member_measured_twice_in_a_run_counts_by_its_latest_row(tmp_path):
+    """A retry in the same run: node_outliers keeps the member's latest row
+    (the earlier one is neither judged nor a peer), as peers.judge_rows
+    does; the other members pass through without the retry's arg_max."""
+    nodes = ['sb-n1', 'sb-n2', 'sb-n3', 'sb-n4', 'sb-n5', 'sb-n6']
+    values = [12369.6, 12100.0, 12480.2, 12250.1, 12300.0, 12410.0]
+    rows = acceptance_rows(nodes, values)
+    # sb-n2 slow first, then retried within range; sb-n5 the other way
+    first = acceptance_rows(['sb-n2', 'sb-n5'], [0.5 * 12100.0, 12300.0])
+    retry = acceptance_rows(['sb-n2', 'sb-n5'], [12120.0, 0.7 * 12300.0])
+    for row in first:
+        row['record_id'] += '-first'
+        row['check_job_completion_time'] = '2026-11-30T01:00:00+00:00'
+    for row in retry:
+        row['record_id'] += '-retry'
+        row['check_job_completion_time'] = '2026-11-30T03:00:00+00:00'
+    rows += first + retry
+    session = store.SessionFile('20261130T020000Z-retry', tmp_path / 'results')
+    session.append_rows(rows)
+    runner = Runner(results_dir=tmp_path / 'results')
+    assert assert_agree(rows, runner) == {('acc-1-sb-n5-retry', 'sb-n5')}
+    judged = outliers(runner)
+    assert sorted(r['node'] for r in judged) == nodes
+    assert {r['record_id'] for r in judged if r['node'] in ('sb-n2', 'sb-n5')} \
+        == {'acc-1-sb-n2-retry', 'acc-1-sb-n5-retry'}
+    assert all(r['peers'] == 5 for r in judged)

@@ -147,3 +147,15 @@ def test_an_empty_store_answers_no_rows(tmp_path):
     runner = Runner(results_dir=tmp_path / 'results', now=query_store.NOW)
     for name in library.shipped():
         assert runner.run(name).rows == [], name
+
+
+def test_a_streamed_result_is_the_same_rows_a_chunk_at_a_time(runner):
+    from scripts.query import local
+    query = library.shipped()['node_outliers']
+    whole = runner.run(query)
+    stream = local.stream(runner._local(query), query.text, query_store.NOW,
+                          chunk_rows=3)
+    chunks = list(stream.chunks)
+    assert len(chunks) > 1 and all(len(chunk) <= 3 for chunk in chunks)
+    assert (stream.columns, [row for chunk in chunks for row in chunk]) == \
+        (whole.columns, whole.rows)

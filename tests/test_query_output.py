@@ -1,10 +1,11 @@
 """How a query result reads: for people (units, percentages, aligned
 columns) and for scripts (JSON, CSV)."""
 import datetime as dt
+import io
 import json
 
 from scripts.query import output
-from scripts.query.result import Result
+from scripts.query.result import Result, Stream
 
 DAY = dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc)
 
@@ -45,3 +46,49 @@ def test_scripts_get_raw_values():
 
 def test_no_rows_says_so():
     assert output.table(Result(['a'], ['string'], [])) == '(no rows)\n'
+
+
+def chunked(rows, size):
+    """The rows of result() as a stream of chunks of *size* rows."""
+    whole = result()
+    return lambda: Stream(whole.columns, whole.types, iter(
+        [rows[i:i + size] for i in range(0, len(rows), size)]))
+
+
+def test_a_stream_in_chunks_prints_what_the_whole_result_prints(monkeypatch):
+    """--all streams: the table is formatted once, spooled (here to disk,
+    past a tiny spool limit) and padded to the widths of every chunk; JSON
+    and CSV are written row by row; all three exactly as for the whole."""
+    base = result().rows
+    # a wide value late in the stream widens its column from the top
+    rows = base * 3 + [[DAY, 'NcclSingleNode\x1b[31m', 123456789.5, 'GB/s',
+                        0.5, 1.0, 12345, ['a', 'b', 'c'], 'late\tnote']]
+    whole = Result(result().columns, result().types, rows)
+    stream = chunked(rows, 2)
+    monkeypatch.setattr(output, '_SPOOL_CHARS', 16)
+    for write, form in ((output.write_table, output.table),
+                        (output.write_json, output.as_json),
+                        (output.write_csv, output.as_csv)):
+        buffer = io.StringIO()
+        assert write(stream(), buffer) == len(rows)
+        assert buffer.getvalue() == form(whole)
+    table = output.table(whole).splitlines()
+    assert table[1].split('  ')[1] == '-' * len('NcclSingleNode\\x1b[31m')
+    assert 'late\\tnote' in table[-1] and '\\x1b[31m' in table[-1]
+    assert json.loads(output.as_json(whole))[-1]['note'] == 'late\tnote'
+
+
+def test_an_empty_stream_reads_as_an_empty_result():
+    empty = Stream(['a'], ['string'], iter([]))
+    buffer = io.StringIO()
+    assert output.write_table(empty, buffer) == 0
+    assert buffer.getvalue() == '(no rows)\n'
+    assert output.as_json(Result(['a'], ['string'], [])) == '[]\n'
+
+
+def test_threads_follow_the_memory_limit():
+    from scripts.query.local import threads_for
+    assert threads_for('610.3 MiB', 16) == 1     # the 640MB default
+    assert threads_for('3.7 GiB', 16) == 3
+    assert threads_for('931.3 GiB', 8) == 8
+    assert threads_for('97.6 KiB', 4) == 1

@@ -139,8 +139,20 @@ def run(args) -> int:
                   file=sys.stderr)
             return EXIT_USAGE
         args.query = library.saved_function_call(args.query)
+    writer = (output.write_json if args.json else
+              output.write_csv if args.csv else output.write_table)
     try:
-        result = runner.run(args.query)
+        # rows are printed as they are read (node_outliers --all at a
+        # million rows is never held); notes first, as the connection is
+        # free until the first chunk
+        stream = runner.stream(args.query)
+        for note in runner.notes():
+            print(f'clusterproof query: note: {note}', file=sys.stderr)
+        rows = writer(stream, sys.stdout)
+        if not rows and not args.saved_function:
+            why = empty.reason(runner, _query(args.query))
+            if why:
+                print(f'clusterproof query: no rows: {why}', file=sys.stderr)
     except library.QueryError as err:
         print(f'clusterproof query: {err}', file=sys.stderr)
         return EXIT_USAGE
@@ -148,18 +160,9 @@ def run(args) -> int:
         print(f'clusterproof query: {label} on {runner.where}: {err}',
               file=sys.stderr)
         return 1
-    for note in runner.notes():
-        print(f'clusterproof query: note: {note}', file=sys.stderr)
-    if not result.rows and not args.saved_function:
-        query = (args.query if isinstance(args.query, library.Query)
-                 else library.resolve(args.query))
-        why = empty.reason(runner, query)
-        if why:
-            print(f'clusterproof query: no rows: {why}', file=sys.stderr)
-    if args.json:
-        sys.stdout.write(output.as_json(result))
-    elif args.csv:
-        sys.stdout.write(output.as_csv(result))
-    else:
-        sys.stdout.write(output.table(result))
     return 0
+
+
+def _query(name_or_query) -> library.Query:
+    return (name_or_query if isinstance(name_or_query, library.Query)
+            else library.resolve(name_or_query))

@@ -34,9 +34,9 @@ def reason(runner, query: library.Query) -> str | None:
     original = library.shipped().get(query.name)
     if original is not None and query.text != original.text:
         # a shipped query narrowed by one more step (node_outliers' outliers)
-        whole = runner.run(original)
-        if whole.rows:
+        whole = _count(runner.run(library.narrowed(original, '| count')))
+        if whole:
             step = query.text[len(original.text.rstrip('\n')):].strip()
-            return (f'none of the {len(whole.rows)} row(s) of {query.name} '
+            return (f'none of the {whole} row(s) of {query.name} '
                     f'is left by `{step}`')
     return stated_reason(original or query)

@@ -15,8 +15,10 @@ rows. The KQL text sent to Log Analytics is unchanged.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
+import re
 from pathlib import Path
 
 import duckdb
@@ -27,7 +29,7 @@ from scripts.query import (json_lines, library, needs, parquet_cache,
                            sql_cache)
 from scripts.query.json_lines import sql_string as _sql_string
 from scripts.query.needs import Reading
-from scripts.query.result import QueryFailed, Result, plain
+from scripts.query.result import QueryFailed, Result, Stream, plain
 
 _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
                 'INTEGER': 'int', 'HUGEINT': 'long', 'VARCHAR': 'string',
@@ -120,10 +122,33 @@ def memory_limit() -> str:
 
 def _bound_memory(con, results_dir: Path) -> None:
     """Spills go beside the store (cache/duckdb), never to the current
-    directory (DuckDB's default for an in-memory database)."""
+    directory (DuckDB's default for an in-memory database); one thread per
+    GiB of the limit (threads_for)."""
     spill = sql_cache.directory(results_dir).parent / 'duckdb'
     con.execute(f'SET memory_limit = {_sql_string(memory_limit())}')
     con.execute(f'SET temp_directory = {_sql_string(str(spill))}')
+    limit, cores = con.execute("SELECT current_setting('memory_limit'), "
+                               "current_setting('threads')").fetchall()[0]
+    con.execute(f'SET threads = {threads_for(limit, int(cores))}')
+
+
+_SIZE = re.compile(r'^([0-9.]+)\s*(bytes|KiB|MiB|GiB|TiB|PiB)$')
+_POWERS = {'bytes': 0, 'KiB': 1, 'MiB': 2, 'GiB': 3, 'TiB': 4, 'PiB': 5}
+
+
+def threads_for(limit: str, cores: int) -> int:
+    """Threads for a memory limit as DuckDB states it ('610.3 MiB'): one per
+    whole GiB, at least one, at most *cores*. Each thread holds hash tables
+    and sort runs of its own: at the 640MB default with two threads,
+    node_outliers --all ran out of memory in its final sort and the
+    outliers alone spilled twice as much. DuckDB's guide: "Aim for 1-4 GB
+    memory per thread", 125 MB at the least
+    (https://duckdb.org/docs/2.0/guides/performance/environment)."""
+    size = _SIZE.match(limit.strip())
+    if not size:
+        return 1
+    gib = float(size.group(1)) * 1024 ** _POWERS[size.group(2)] / 2 ** 30
+    return max(1, min(cores, int(gib)))
 
 
 def unreadable_lines(con) -> int:
@@ -159,14 +184,49 @@ def _translated(con, kql: str, now: dt.datetime | None):
     return str(translated), dict(translated.parameters)
 
 
+# Rows per chunk of a streamed result.
+CHUNK_ROWS = 10_000
+
+
 def run(con, kql: str, now: dt.datetime | None = None) -> Result:
     """Run *kql*; an unsupported construct raises UnsupportedQuery naming
     it."""
-    try:
+    return stream(con, kql, now).result()
+
+
+def stream(con, kql: str, now: dt.datetime | None = None,
+           chunk_rows: int = CHUNK_ROWS) -> Stream:
+    """*kql*'s columns now, and its rows a chunk at a time as they are read:
+    the query starts at the first chunk, so *con* is free until then, and
+    busy until the last one is read."""
+    with _engine_errors():
         sql, parameters = _translated(con, kql, now)
         relation = con.sql(sql, params=parameters) if parameters \
             else con.sql(sql)
-        fetched = relation.fetchall()
+        columns, types = list(relation.columns), \
+            [_kusto_type(t) for t in relation.types]
+    return Stream(columns, types, _chunks(con, sql, parameters, types,
+                                          chunk_rows))
+
+
+def _chunks(con, sql, parameters, types, chunk_rows):
+    converters = [_converter(kind) for kind in types]
+    with _engine_errors():
+        cursor = con.execute(sql, parameters or None)
+        while True:
+            fetched = cursor.fetchmany(chunk_rows)
+            if not fetched:
+                return
+            yield [[convert(value) for convert, value in zip(converters, row)]
+                   for row in fetched]
+
+
+@contextlib.contextmanager
+def _engine_errors():
+    """DuckDB's and duckdb-kql's errors as the QueryFailed that says what
+    to do."""
+    try:
+        yield
     except duckdb_kql.KqlUnsupportedError as err:
         raise UnsupportedQuery(
             f'the local engine (duckdb-kql) cannot run {unsupported(err)}. '
@@ -178,11 +238,6 @@ def run(con, kql: str, now: dt.datetime | None = None) -> Result:
                           'narrow the query (--since)') from None
     except (duckdb_kql.KqlError, duckdb.Error) as err:
         raise InvalidQuery(str(err)) from None
-    types = [_kusto_type(t) for t in relation.types]
-    converters = [_converter(kind) for kind in types]
-    rows = [[convert(value) for convert, value in zip(converters, row)]
-            for row in fetched]
-    return Result(list(relation.columns), types, rows)
 
 
 def unsupported(err) -> str:

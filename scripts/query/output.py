@@ -6,8 +6,9 @@ import csv
 import datetime as dt
 import io
 import json
+import tempfile
 
-from scripts.query.result import Result
+from scripts.query.result import Result, Stream
 
 UNIT_COLUMN = 'check_perf_unit'
 # Columns that hold a measurement in the row's unit.
@@ -74,27 +75,66 @@ def printable(text: str) -> str:
 def table(result: Result) -> str:
     """Aligned columns; measurements carry the row's unit, so the unit
     column itself is left out, and so are columns empty in every row."""
-    if not result.rows:
-        return '(no rows)\n'
-    records = result.records()
-    show = [c for c in result.columns if c != UNIT_COLUMN and
-            any(r[c] not in (None, '', []) for r in records)]
-    cells = []
-    for record in records:
-        unit = record.get(UNIT_COLUMN)
-        cells.append([printable(human(record[c], c, unit)) for c in show])
-    numeric = [all(_looks_numeric(row[i]) for row in cells)
-               for i in range(len(show))]
-    widths = [max(len(show[i]), *(len(row[i]) for row in cells))
-              for i in range(len(show))]
+    return _written(write_table, result)
 
-    def line(values):
-        return '  '.join(v.rjust(w) if num else v.ljust(w)
-                         for v, w, num in zip(values, widths, numeric)).rstrip()
-    out = [line([printable(c) for c in show]),
-           line(['-' * w for w in widths])]
-    out += [line(row) for row in cells]
-    return '\n'.join(out) + '\n'
+
+def _written(writer, result: Result) -> str:
+    buffer = io.StringIO()
+    writer(result.stream(), buffer)
+    return buffer.getvalue()
+
+
+# Formatted lines held in memory up to this many characters, then on disk.
+_SPOOL_CHARS = 8 * 2**20
+
+
+def write_table(stream: Stream, out) -> int:
+    """table() for a stream of any length, in bounded memory: the cells are
+    formatted once, spooled as tab-separated lines (every tab and newline
+    of a value is escaped by printable()) while each column's width, and
+    whether it is empty or numeric throughout, is counted; then they are
+    padded. Returns the number of rows."""
+    shown = [i for i, c in enumerate(stream.columns) if c != UNIT_COLUMN]
+    names = [stream.columns[i] for i in shown]
+    unit_at = (stream.columns.index(UNIT_COLUMN)
+               if UNIT_COLUMN in stream.columns else None)
+    filled = [False] * len(shown)
+    numeric = [True] * len(shown)
+    widths = [len(printable(name)) for name in names]
+    rows = 0
+    with tempfile.SpooledTemporaryFile(_SPOOL_CHARS, mode='w+',
+                                       encoding='utf-8') as spool:
+        for chunk in stream.chunks:
+            for row in chunk:
+                unit = None if unit_at is None else row[unit_at]
+                cells = []
+                for at, i in enumerate(shown):
+                    value = row[i]
+                    cell = printable(human(value, names[at], unit))
+                    if value not in (None, '', []):
+                        filled[at] = True
+                    if numeric[at] and not _looks_numeric(cell):
+                        numeric[at] = False
+                    if len(cell) > widths[at]:
+                        widths[at] = len(cell)
+                    cells.append(cell)
+                spool.write('\t'.join(cells) + '\n')
+            rows += len(chunk)
+        if not rows:
+            out.write('(no rows)\n')
+            return 0
+        keep = [at for at in range(len(shown)) if filled[at]]
+
+        def line(values):
+            return '  '.join(values[at].rjust(widths[at]) if numeric[at]
+                             else values[at].ljust(widths[at])
+                             for at in keep).rstrip() + '\n'
+        out.write(line([printable(name) for name in names]))
+        out.write(line(['-' * width for width in widths]))
+        spool.seek(0)
+        for text in spool:
+            out.write(line(text[:-1].split('\t')))
+    return rows
 
 
 def _looks_numeric(text: str) -> bool:
@@ -113,17 +153,38 @@ def _jsonable(value):
 
 
 def as_json(result: Result) -> str:
-    rows = [{k: _jsonable(v) for k, v in record.items()}
-            for record in result.records()]
-    return json.dumps(rows, indent=1) + '\n'
+    return _written(write_json, result)
+
+
+def write_json(stream: Stream, out) -> int:
+    """A JSON array of row objects, written a row at a time: the same text
+    as json.dumps(rows, indent=1). Returns the number of rows."""
+    rows = 0
+    for chunk in stream.chunks:
+        for row in chunk:
+            item = json.dumps({k: _jsonable(v)
+                               for k, v in zip(stream.columns, row)},
+                              indent=1)
+            out.write(('[\n ' if not rows else ',\n ')
+                      + item.replace('\n', '\n '))
+            rows += 1
+    out.write('\n]\n' if rows else '[]\n')
+    return rows
 
 
 def as_csv(result: Result) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator='\n')
-    writer.writerow(result.columns)
-    for row in result.rows:
-        writer.writerow(['' if v is None else
-                         json.dumps(v) if isinstance(v, (list, dict)) else
-                         _jsonable(v) for v in row])
-    return buffer.getvalue()
+    return _written(write_csv, result)
+
+
+def write_csv(stream: Stream, out) -> int:
+    """CSV with a header, a chunk of rows at a time. Returns the number of
+    rows."""
+    writer = csv.writer(out, lineterminator='\n')
+    writer.writerow(stream.columns)
+    rows = 0
+    for chunk in stream.chunks:
+        writer.writerows(['' if v is None else
+                          json.dumps(v) if isinstance(v, (list, dict)) else
+                          _jsonable(v) for v in row] for row in chunk)
+        rows += len(chunk)
+    return rows

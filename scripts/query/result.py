@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+from collections.abc import Iterator
 
 
 class QueryFailed(Exception):
@@ -19,6 +20,24 @@ class Result:
 
     def records(self) -> list[dict]:
         return [dict(zip(self.columns, row)) for row in self.rows]
+
+    def stream(self) -> 'Stream':
+        return Stream(self.columns, self.types, iter([self.rows]))
+
+
+@dataclasses.dataclass
+class Stream:
+    """A result read a chunk of rows at a time (``clusterproof query``
+    prints node_outliers --all's million rows without holding them); the
+    chunks can be read once, and an engine error while reading them is a
+    QueryFailed too."""
+    columns: list[str]
+    types: list[str]
+    chunks: Iterator[list[list]]
+
+    def result(self) -> Result:
+        return Result(self.columns, self.types,
+                      [row for chunk in self.chunks for row in chunk])
 
 
 def plain(value, kusto_type: str):

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from scripts.query import library, needs
-from scripts.query.result import QueryFailed, Result
+from scripts.query.result import QueryFailed, Result, Stream
 
 
 class Runner:
@@ -85,13 +85,19 @@ class Runner:
                 else 'the local store')
 
     def run(self, name_or_file: str | library.Query) -> Result:
+        return self.stream(name_or_file).result()
+
+    def stream(self, name_or_file: str | library.Query) -> Stream:
+        """The query's rows a chunk at a time (from Log Analytics, all in
+        one); locally the connection is free for other queries only once
+        the last chunk has been read."""
         query = self._query(name_or_file)
         if self.workspace:
             engine = _engine('cloud')
             if self._con is None:
                 self._con = engine.connect()
             return engine.run(self._con, self.workspace,
-                              library.compose(query, self.filters))
+                              library.compose(query, self.filters)).stream()
         # Locally clusterproof_results is a view of the connection: the
         # base, deduplicated once, with the filters.
         con = self._local(query)
@@ -99,7 +105,7 @@ class Runner:
                 if query.name == library.BASE_NAME and not query.standalone
                 and query.text == library.shipped()[library.BASE_NAME].text
                 else query.text)
-        return _engine('local').run(con, text, self.now)
+        return _engine('local').stream(con, text, self.now)
 
 
 def _name_unreadable_lines(results_dir: Path | None) -> None:
