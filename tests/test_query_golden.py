@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.query import json_lines, library, output, parquet_cache
+from scripts.query import json_lines, library, output, parquet_cache, sql_cache
 from scripts.query.runner import Runner
 from tests import query_store
 
@@ -141,6 +141,51 @@ def test_filters_narrow_every_query(store_home):
                     filters=library.Filters(since=since, partition='hbv4'))
     summary = recent.run('run_summary').records()
     assert [r['session_id'] for r in summary] == ['20261120T020000Z-eastus']
+
+
+@pytest.mark.parametrize('filters', [
+    library.Filters(cluster='prod-westeu'),
+    library.Filters(since=query_store.NOW.replace(hour=0), partition='hbv4'),
+    library.Filters(since=query_store.NOW.replace(day=15),
+                    cluster="o'brien"),
+])
+def test_the_local_filters_keep_the_rows_their_kql_keeps(store_home,
+                                                         filters):
+    """The local engine applies the filters to its view as SQL; Log
+    Analytics reads them as KQL after the base: the same rows."""
+    home, _ = store_home
+    runner = Runner(results_dir=home / 'results', now=query_store.NOW)
+    kql = library.Query('filtered', 'filtered by KQL', 'clusterproof_results\n'
+                        + filters.kql() + '| project record_id\n')
+    by_kql = {r['record_id'] for r in runner.run(kql).records()}
+    filtered = Runner(results_dir=home / 'results', now=query_store.NOW,
+                      filters=filters)
+    by_sql = {r['record_id'] for r in filtered.run(
+        library.Query('filtered', 'filtered by SQL', 'clusterproof_results\n'
+                      '| project record_id\n')).records()}
+    assert by_sql == by_kql
+    if filters.cluster == 'prod-westeu':
+        assert by_kql and len(by_kql) < len(query_store_ids(runner))
+
+
+def query_store_ids(runner) -> set:
+    return {r['record_id'] for r in runner.run(library.Query(
+        'all', 'every row', 'clusterproof_results\n| project record_id\n')
+    ).records()}
+
+
+def test_a_new_since_reuses_the_translations(store_home):
+    """--since 7d is a new time each second: it must not make the base (and
+    so every query) a new text for the translation cache."""
+    home, _ = store_home
+    kql_cache = sql_cache.directory(home / 'results')
+    for hour in (1, 2, 3):
+        since = query_store.NOW.replace(hour=hour)
+        Runner(results_dir=home / 'results', now=query_store.NOW,
+               filters=library.Filters(since=since)).run('trends')
+        if hour == 1:
+            translated = sorted(kql_cache.iterdir())
+    assert sorted(kql_cache.iterdir()) == translated
 
 
 def test_an_empty_store_answers_no_rows(tmp_path):

@@ -108,8 +108,10 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     cache = sql_cache.directory(results_dir)
     con.execute(f'CREATE TABLE {_LOAD_NOTES} AS SELECT {int(unreadable)} '
                 f'AS unreadable, {_sql_string(str(cache))} AS cache')
-    base = library.base_after_dedupe(filters)
-    sql, _ = _translated(con, base, None)
+    sql, _ = _translated(con, library.base_after_dedupe(), None)
+    where = filters.sql() if filters else ''
+    if where:
+        sql = f'SELECT * FROM ({sql}) WHERE {where}'
     con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {sql}')
     return con
 
