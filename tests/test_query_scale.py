@@ -5,6 +5,7 @@ answer reading everything, deduplicating with results.kql itself."""
 import datetime as dt
 import json
 
+import duckdb
 import pytest
 
 from scripts.query import library, local, needs, output, sql_cache
@@ -178,3 +179,35 @@ def test_memory_is_bounded_and_spills_beside_the_store(home, monkeypatch):
         "current_setting('temp_directory')").fetchall()[0]
     assert limit.replace(' ', '') in ('286.1MiB', '300.0MB', '300MB')
     assert spill == str(home / 'cache' / 'duckdb')
+
+
+class OutOfMemoryOnce:
+    """A real DuckDB connection whose first query runs out of memory, as
+    node_outliers --all's final sort did over the loaded table at 640MB."""
+
+    def __init__(self, con):
+        self.con, self.failed = con, False
+
+    def execute(self, sql, *args):
+        query = sql.lstrip().upper().startswith(('SELECT', 'WITH'))
+        if query and not self.failed and 'clusterproof_load' not in sql:
+            self.failed = True
+            raise duckdb.OutOfMemoryException('could not allocate block')
+        return self.con.execute(sql, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+def test_out_of_memory_before_any_row_compacts_the_table_once(home):
+    con = local.connect(home / 'results')
+    expected = local.run(con, 'clusterproof_results | count').rows
+    flaky = OutOfMemoryOnce(con)
+    assert local.run(flaky, 'clusterproof_results | count').rows == expected
+    assert flaky.failed
+    assert con.execute('SELECT compacted FROM clusterproof_load'
+                       ).fetchall() == [(True,)]
+    # compacted already: a second shortage is the error naming the setting
+    again = OutOfMemoryOnce(con)
+    with pytest.raises(local.QueryFailed, match=local.MEMORY_VARIABLE):
+        local.run(again, 'clusterproof_results | count')

@@ -107,7 +107,8 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     unreadable = _load(con, schema['table'], columns, files, entries)
     cache = sql_cache.directory(results_dir)
     con.execute(f'CREATE TABLE {_LOAD_NOTES} AS SELECT {int(unreadable)} '
-                f'AS unreadable, {_sql_string(str(cache))} AS cache')
+                f'AS unreadable, {_sql_string(str(cache))} AS cache, '
+                'false AS compacted')
     sql, _ = _translated(con, library.base_after_dedupe(), None)
     where = filters.sql() if filters else ''
     if where:
@@ -214,13 +215,41 @@ def stream(con, kql: str, now: dt.datetime | None = None,
 def _chunks(con, sql, parameters, types, chunk_rows):
     converters = [_converter(kind) for kind in types]
     with _engine_errors():
-        cursor = con.execute(sql, parameters or None)
-        while True:
-            fetched = cursor.fetchmany(chunk_rows)
-            if not fetched:
-                return
+        cursor, fetched = _first_chunk(con, sql, parameters, chunk_rows)
+        while fetched:
             yield [[convert(value) for convert, value in zip(converters, row)]
                    for row in fetched]
+            fetched = cursor.fetchmany(chunk_rows)
+
+
+def _first_chunk(con, sql, parameters, chunk_rows):
+    """The cursor and its first rows. Out of memory before any row (a final
+    sort, as node_outliers --all's of 1M rows at 640MB), the loaded table is
+    written again in one statement and the query run once more: DuckDB
+    holds a table grown by inserts and deletes less compactly, and that
+    sort fits over the copy (README "Reading results")."""
+    try:
+        cursor = con.execute(sql, parameters or None)
+        return cursor, cursor.fetchmany(chunk_rows)
+    except duckdb.OutOfMemoryException:
+        if not _compacted(con):
+            raise
+    cursor = con.execute(sql, parameters or None)
+    return cursor, cursor.fetchmany(chunk_rows)
+
+
+def _compacted(con) -> bool:
+    """Rewrites the loaded table once per connection; False when it was
+    already (nothing more to gain)."""
+    table = records.schema()['table']
+    done = con.execute(f'SELECT compacted FROM {_LOAD_NOTES}').fetchall()
+    if done[0][0]:
+        return False
+    con.execute(f'CREATE TABLE "{table}_compact" AS SELECT * FROM "{table}"')
+    con.execute(f'DROP TABLE "{table}"')
+    con.execute(f'ALTER TABLE "{table}_compact" RENAME TO "{table}"')
+    con.execute(f'UPDATE {_LOAD_NOTES} SET compacted = true')
+    return True
 
 
 @contextlib.contextmanager
