@@ -89,23 +89,6 @@ class Filters:
                          f'{string_literal(self.partition)}')
         return ''.join(line + '\n' for line in lines)
 
-    def sql(self) -> str:
-        """The same conditions as SQL over the base's result (the local
-        engine applies them to its view: the base's translation, cached by
-        its text, then holds for every --since, which kql() writes as a new
-        literal each second)."""
-        conditions = []
-        if self.since:
-            stamp = self.since.astimezone(dt.timezone.utc)
-            conditions.append(
-                f"completed >= TIMESTAMPTZ '{stamp:%Y-%m-%d %H:%M:%S}+00'")
-        for column, value in (('cluster', self.cluster),
-                              ('check_partition', self.partition)):
-            if value:
-                conditions.append(
-                    f'"{column}" = ' + "'" + value.replace("'", "''") + "'")
-        return ' AND '.join(conditions)
-
 
 def string_literal(value: str) -> str:
     """A KQL string literal that means exactly *value*."""

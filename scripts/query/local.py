@@ -110,11 +110,30 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
                 f'AS unreadable, {_sql_string(str(cache))} AS cache, '
                 'false AS compacted')
     sql, _ = _translated(con, library.base_after_dedupe(), None)
-    where = filters.sql() if filters else ''
+    where = _filter_conditions(filters)
     if where:
         sql = f'SELECT * FROM ({sql}) WHERE {where}'
     con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {sql}')
     return con
+
+
+def _filter_conditions(filters: library.Filters | None) -> str:
+    """*filters* (what Filters.kql() adds to the base for Log Analytics) as
+    SQL over the base's view: the base's translation, cached by its text,
+    then serves every --since, which kql() writes as a new literal each
+    second."""
+    if filters is None:
+        return ''
+    conditions = []
+    if filters.since:
+        stamp = filters.since.astimezone(dt.timezone.utc)
+        conditions.append(
+            f"completed >= TIMESTAMPTZ '{stamp:%Y-%m-%d %H:%M:%S}+00'")
+    for column, value in (('cluster', filters.cluster),
+                          ('check_partition', filters.partition)):
+        if value:
+            conditions.append(f'"{column}" = {_sql_string(value)}')
+    return ' AND '.join(conditions)
 
 
 def memory_limit() -> str:
