@@ -58,7 +58,7 @@ def test_lines_go_out_as_stored_in_parallel_and_every_204_is_ledgered(
     files = stored_backlog(tmp_path, monkeypatch)
     transport = SlowTransport(0.3)       # slower than reading a body
     found = backlog.StoredBacklog()
-    tally, stopped = backlog.ship_stored(found.items(), transport,
+    tally, stopped = backlog.ship_stored(found.chunks(), transport,
                                          in_flight=3)
     assert stopped is None and tally.shipped == tally.offered == 1200
     assert transport.most_in_flight == 3
@@ -96,7 +96,7 @@ def test_a_429_holds_every_upload_for_its_retry_after(tmp_path,
     stored_backlog(tmp_path, monkeypatch, sessions=2)
     throttled = shipping.outcome_for_status(429, '0.5')
     transport = SlowTransport(0.05, throttled)
-    tally, _ = backlog.ship_stored(backlog.StoredBacklog().items(),
+    tally, _ = backlog.ship_stored(backlog.StoredBacklog().chunks(),
                                    transport, in_flight=3)
     assert tally.shipped == 800 and tally.failures['429'] == 1
     [throttled_at] = transport.answered
@@ -110,7 +110,7 @@ def test_forbidden_stops_the_uploads_and_leaves_every_other_row(
         tmp_path, monkeypatch):
     stored_backlog(tmp_path, monkeypatch)
     transport = SlowTransport(0.01, *[shipping.outcome_for_status(403)] * 3)
-    tally, stopped = backlog.ship_stored(backlog.StoredBacklog().items(),
+    tally, stopped = backlog.ship_stored(backlog.StoredBacklog().chunks(),
                                          transport, in_flight=3)
     assert stopped.kind == shipping.FORBIDDEN
     assert tally.shipped + tally.left_total() == tally.offered == 1200

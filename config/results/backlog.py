@@ -15,6 +15,7 @@ import datetime as dt
 import io
 import json
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -55,24 +56,14 @@ def accepted_everywhere(files) -> dict[str, int]:
     return accepted
 
 
-def stored_lines(path: Path):
-    """(record_id, the line to send: bytes, no line end) of each row of one
-    session file. A line in the store writer's own form (written_form) goes
-    as it is, never decoded; any other is read by the store's one reader
-    (store.file_lines): a line that is no row is skipped with a warning,
-    and a row whose values the reader nulled (NaN, wrong type), whose
-    record_id it made a string or that lacks its completion time is
-    encoded again. The one place sync reads the store's lines."""
-    for found, line, changed in store.file_lines(
-            path, shortcut=written_form.shippable):
-        if type(found) is str:
-            yield found, line
-            continue
-        if changed or not found.get('check_job_completion_time'):
-            line = json.dumps(shipping.with_completion_time(found),
-                              separators=(',', ':'),
-                              allow_nan=False).encode()
-        yield found.get('record_id'), line
+def sendable(found: dict, line: bytes, changed: bool) -> tuple:
+    """(record_id, the line to send) of a row the store's reader read: a
+    row whose values it nulled (NaN, wrong type), whose record_id it made
+    a string or that lacks its completion time is encoded again."""
+    if changed or not found.get('check_job_completion_time'):
+        line = json.dumps(shipping.with_completion_time(found),
+                          separators=(',', ':'), allow_nan=False).encode()
+    return found.get('record_id'), line
 
 
 class StoredBacklog:
@@ -96,23 +87,61 @@ class StoredBacklog:
         self.sessions = {}          # session -> rows read so far
         self.set_aside = {}         # record_id -> its <session>.rejected
 
-    def items(self):
-        """(record_id, line to send, the session's Ledger) of every row in
-        no ledger; a row stored twice comes once."""
-        shipped = self.shipped
+    def chunks(self, limit: int = shipping.MAX_BODY):
+        """Lists of (record_id, line to send, the session's Ledger) of
+        every row in no ledger, each list's JSON array (the lines joined
+        by commas) under *limit* bytes (shipping.chunks; a row alone over
+        it is a list of its own); a row stored twice comes once.
+
+        One loop per session file, its lines read a megabyte at a time: a
+        line in the store writer's own form (written_form) goes as it is,
+        never decoded; any other is read by the store's reader
+        (store.LineReader: a line that is no row is skipped with a
+        warning) and sent as sendable() says. The one place sync reads
+        the store's lines."""
+        shipped, shippable = self.shipped, written_form.shippable
+        chunk, size = [], 2
         for path in self.files:
             session_ledger = ledger.Ledger(ledger.ledger_path(path))
-            session = path.stem
             aside = ledger.read_rejected(ledger.rejected_path(path))
-            for record_id, line in stored_lines(path):
-                if not record_id or record_id in shipped:
-                    continue
-                if record_id in aside:
-                    self.set_aside[record_id] = aside[record_id]
-                    continue
-                shipped.add(record_id)
-                self.sessions[session] = self.sessions.get(session, 0) + 1
-                yield record_id, line, session_ledger
+            reader = store.LineReader(path)
+            number = rows = 0
+            for block in store.file_blocks(path):
+                for raw in block:
+                    number += 1
+                    record_id = shippable(raw)
+                    if record_id is not None:
+                        line = raw[:-1]
+                    else:
+                        read = reader.read(number, raw)
+                        if read is None:
+                            continue
+                        record_id, line = sendable(*read)
+                    if not record_id or record_id in shipped:
+                        continue
+                    if record_id in aside:
+                        self.set_aside[record_id] = aside[record_id]
+                        continue
+                    shipped.add(record_id)
+                    rows += 1
+                    grows = len(line) + 1
+                    if chunk and size + grows > limit:
+                        yield chunk
+                        chunk, size = [], 2
+                    chunk.append((record_id, line, session_ledger))
+                    size += grows
+            reader.done()
+            if rows:
+                self.sessions[path.stem] = \
+                    self.sessions.get(path.stem, 0) + rows
+        if chunk:
+            yield chunk
+
+    def items(self):
+        """(record_id, line to send, the session's Ledger) of every row in
+        no ledger, one by one (chunks())."""
+        for chunk in self.chunks():
+            yield from chunk
 
     def estimate(self) -> int:
         """About how many rows are left (lines less ledger lines), without
@@ -254,14 +283,25 @@ def _ledgers_problem(batch, ledger_of) -> str | None:
     return None
 
 
-def ship_stored(items, transport, progress=None, total: int = 0,
+# While uploads are in flight, a thread waiting for the GIL (an upload
+# whose answer came, to write its ledger and send the next body) waits at
+# most this long for the reading thread to let go of it; Python's default
+# (5 ms) added several such waits to every call.
+SWITCH_INTERVAL = 0.0005
+
+
+def ship_stored(chunks, transport, progress=None, total: int = 0,
                 in_flight: int = IN_FLIGHT
                 ) -> tuple[shipping.Tally, shipping.Outcome | None]:
-    """Ship stored-line *items* (StoredBacklog.items()) with *in_flight*
-    uploads at once, sharing 429s (shipping.Throttle); each 204 is in its
-    ledger before that upload takes its next body, as ship() does. Memory
-    holds the bodies in flight and as many waiting, never the backlog.
-    progress(shipped, total) after each accepted call."""
+    """Ship the stored-line *chunks* (StoredBacklog.chunks()) with
+    *in_flight* uploads at once, sharing 429s (shipping.Throttle); each
+    204 is in its ledger before that upload takes its next body, as ship()
+    does. This thread reads and packs each body (shipping.LineChunk) while
+    the uploads send; memory holds the bodies in flight and as many
+    waiting, never the backlog. progress(shipped, total) after each
+    accepted call. An exception an upload did not expect (the transport
+    could not be made: TransportWhenReady) stops every upload, leaving
+    their rows, and is raised here once they are done."""
     tally = shipping.Tally()
     ledger_lock = threading.Lock()
 
@@ -286,12 +326,14 @@ def ship_stored(items, transport, progress=None, total: int = 0,
     waiting = queue.Queue(maxsize=in_flight)
     stopped = []            # the refusal that stopped every upload
     ledger_stopped = []     # why a ledger could not be written
+    crashed = []            # what an upload did not expect
 
     def upload():
         while (batch := waiting.get()) is not None:
-            if stopped or ledger_stopped:
-                tally.leave(stopped[0].reason if stopped
-                            else ledger_stopped[0], len(batch))
+            if stopped or ledger_stopped or crashed:
+                tally.leave(stopped[0].reason if stopped else
+                            ledger_stopped[0] if ledger_stopped else
+                            type(crashed[0]).__name__, len(batch))
                 continue
             problem = _ledgers_problem(batch, None)
             if problem:     # nothing is sent that its ledger cannot hold
@@ -306,21 +348,61 @@ def ship_stored(items, transport, progress=None, total: int = 0,
                 ledger_stopped.append(stop.reason)
                 tally.add(unrecorded=len(stop.accepted))
                 tally.leave(stop.reason, len(stop.rest))
+            except Exception as err:    # raised below, in this thread
+                crashed.append(err)
 
     # daemon: an interrupted sync exits at once; the ledgers hold every
     # 204 already written, and a torn ledger line does not count
     uploads = [threading.Thread(target=upload, daemon=True)
                for _ in range(max(1, in_flight))]
-    for thread in uploads:
-        thread.start()
-    for batch in shipping.line_chunks(items):
-        tally.add(offered=len(batch))
-        waiting.put(shipping.LineChunk(batch))
-    for _ in uploads:
-        waiting.put(None)
-    for thread in uploads:
-        thread.join()
+    switch_interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch_interval, SWITCH_INTERVAL))
+    try:
+        for thread in uploads:
+            thread.start()
+        for batch in chunks:
+            tally.add(offered=len(batch))
+            waiting.put(shipping.LineChunk(batch))
+        for _ in uploads:
+            waiting.put(None)
+        for thread in uploads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch_interval)
+    if crashed:
+        raise crashed[0]
     return tally, (stopped[0] if stopped else None)
+
+
+class TransportWhenReady:
+    """The transport *make()* gives (default_transport: the Azure SDK's
+    imports and its client take about half a second), made in a thread of
+    its own while sync reads the first session files; a call waits for
+    it. When *make()* raises, every call raises that exception again (in
+    ship_stored, every upload stops and it is raised where sync called)."""
+
+    def __init__(self, make=None):
+        self._made = threading.Event()
+        self._transport = self._error = None
+        threading.Thread(target=self._make, args=(make or default_transport,),
+                         daemon=True).start()
+
+    def _make(self, make) -> None:
+        try:
+            self._transport = make()
+        except Exception as err:
+            self._error = err
+        finally:
+            self._made.set()
+
+    def result(self):
+        self._made.wait()
+        if self._error is not None:
+            raise self._error
+        return self._transport
+
+    def __call__(self, body: bytes, gzipped: bool) -> shipping.Outcome:
+        return self.result()(body, gzipped)
 
 
 def sync_lock() -> ledger.FileLock:

@@ -61,11 +61,9 @@ def encode(rows: list[dict]) -> tuple[bytes, bool]:
 def encode_lines(batch: list) -> tuple[bytes, bool]:
     """The JSON array of stored lines (items ``(record_id, line, ...)``,
     each line one row's JSON as the store holds it): no row is decoded or
-    encoded again. A LineChunk carries its array, joined already."""
-    joined = getattr(batch, 'joined', None)
-    if joined is None:
-        joined = _joined(batch)
-    return _packed(joined)
+    encoded again. A LineChunk carries its body, made already."""
+    packed = getattr(batch, 'packed', None)
+    return packed if packed is not None else _packed(_joined(batch))
 
 
 def _joined(batch) -> bytes:
@@ -73,21 +71,16 @@ def _joined(batch) -> bytes:
 
 
 class LineChunk(list):
-    """Stored-line items with their JSON array, joined where the chunk was
-    made: one thread allocates every megabyte array (threads that each
-    allocate them spread them over malloc arenas, and the process keeps
-    them); the upload that takes the chunk gzips it (zlib lets go of the
-    GIL meanwhile, so the reading goes on)."""
+    """Stored-line items with their body (encode_lines), made where the
+    chunk was made: one thread allocates every megabyte array (threads
+    that each allocate them spread them over malloc arenas, and the
+    process keeps them), and the upload that takes the chunk sends at
+    once (zlib lets go of the GIL while it packs, so the uploads go on
+    meanwhile)."""
 
     def __init__(self, items):
         super().__init__(items)
-        self.joined = _joined(self)
-
-
-def line_chunks(items, limit: int = MAX_BODY):
-    """chunks() of stored-line items (``(record_id, line, ...)``); *items*
-    may be an iterator."""
-    return chunks(items, limit, size_of=lambda item: len(item[1]) + 1)
+        self.packed = _packed(_joined(self))
 
 
 def _packed(raw: bytes) -> tuple[bytes, bool]:

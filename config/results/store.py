@@ -10,7 +10,8 @@ Lines are written whole or not at all: one ``write`` of the whole text on an
 part of it, and a torn tail left by a crash is cut back to its last newline
 (with a note) before the next append.
 
-Every reader goes through ``session_files`` and ``file_rows``: an entry that
+Every reader goes through ``session_files`` and ``file_rows`` (sync, which
+sends lines as they are: ``file_blocks`` and ``LineReader``): an entry that
 is not a regular file (directory, dangling link, FIFO) is never opened, and a
 line that cannot be read (not UTF-8, not JSON, not an object)
 is skipped with one warning naming file and line; a NaN, an infinity or a
@@ -373,13 +374,31 @@ def file_rows(path: Path, warn=warn):
         yield number, row
 
 
-def file_lines(path: Path, warn=warn, shortcut=None):
+def file_lines(path: Path, warn=warn):
     """The rows of one store file, as (row, its line without the line end,
     whether the reader changed the row). Unreadable lines are skipped and
     null-read values named: one warning per line, the first few of each
-    file, then one count. *shortcut(raw)*, when given, may answer for a
-    line the reader would read unchanged (config/results/written_form.py):
-    such a line comes as (its answer, the line, False), never decoded."""
+    file, then one count (LineReader)."""
+    reader = LineReader(path, warn)
+    number = 0
+    for block in file_blocks(path, warn):
+        for raw in block:
+            number += 1
+            read = reader.read(number, raw)
+            if read is not None:
+                yield read
+    reader.done()
+
+
+# Lines are read in lists of about this many bytes: one call per megabyte
+# splits them, and memory holds one such list at a time.
+BLOCK = 1 << 20
+
+
+def file_blocks(path: Path, warn=warn, size: int = BLOCK):
+    """The lines of one store file (each with its line end) in lists of
+    about *size* bytes; an entry that is not a regular file (a FIFO, a
+    directory) is never read, with a warning."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as err:
@@ -389,32 +408,40 @@ def file_lines(path: Path, warn=warn, shortcut=None):
         os.close(fd)
         warn(f'skipped {path}: not a regular file')
         return
-    told = 0
-
-    def tell(number, what):
-        nonlocal told
-        told += 1
-        if told <= MAX_WARNINGS_PER_FILE:
-            warn(f'{path} line {number}: {what}')
     with os.fdopen(fd, 'rb') as fp:
-        for number, raw in enumerate(fp, 1):
-            if shortcut is not None:
-                known = shortcut(raw)
-                if known is not None:
-                    yield known, raw[:-1], False
-                    continue
-            try:
-                row, nulled = parse_line(raw)
-            except Unreadable as err:
-                tell(number, f'{err}; skipped')
-                continue
-            if nulled:
-                tell(number, '; '.join(nulled))
-            yield row, raw.rstrip(b'\r\n'), bool(nulled) or retyped(raw,
-                                                                    row)
-    if told > MAX_WARNINGS_PER_FILE:
-        warn(f'{path}: {told - MAX_WARNINGS_PER_FILE} more line(s) with '
-             f'problems')
+        while block := fp.readlines(size):
+            yield block
+
+
+class LineReader:
+    """The store's reading of one file's lines, line by line: *read* gives
+    (row, the line without its line end, whether the reader changed the
+    row), or None for a line that is no row. Each problem is one warning
+    naming file and line, the first few of the file; *done* then counts
+    the rest."""
+
+    def __init__(self, path: Path, warn=warn):
+        self.path, self.warn, self.told = path, warn, 0
+
+    def read(self, number: int, raw: bytes):
+        try:
+            row, nulled = parse_line(raw)
+        except Unreadable as err:
+            self._tell(number, f'{err}; skipped')
+            return None
+        if nulled:
+            self._tell(number, '; '.join(nulled))
+        return row, raw.rstrip(b'\r\n'), bool(nulled) or retyped(raw, row)
+
+    def _tell(self, number: int, what: str) -> None:
+        self.told += 1
+        if self.told <= MAX_WARNINGS_PER_FILE:
+            self.warn(f'{self.path} line {number}: {what}')
+
+    def done(self) -> None:
+        if self.told > MAX_WARNINGS_PER_FILE:
+            self.warn(f'{self.path}: {self.told - MAX_WARNINGS_PER_FILE} '
+                      f'more line(s) with problems')
 
 
 def read_session_file(path: Path, warn=warn) -> list[dict]:

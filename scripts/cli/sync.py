@@ -209,7 +209,7 @@ def _sync(args) -> int:
     for session in found.running:
         say(f'session {session} is still running; its live push ships it')
     if args.dry_run:
-        rows = sum(1 for _ in found.items())
+        rows = sum(len(chunk) for chunk in found.chunks())
         for session, count in sorted(found.sessions.items()):
             say(f'would ship {count} row(s) of session {session}')
         say(f'would ship {rows} row(s) in all'
@@ -225,18 +225,19 @@ def _sync(args) -> int:
                      f'{workspace.workspace_id} ({err}): --verify needs the '
                      f"'Log Analytics Reader' role on it; nothing done")
             return EXIT_USAGE
-    items = found.items()
-    first = next(items, None)
+    # the Azure SDK is imported while the first files are read
+    transport = backlog.TransportWhenReady()
+    chunks = found.chunks()
+    first = next(chunks, None)
     if first is None and not args.verify:
         if found.set_aside:
             return report(backlog.shipping.Tally(), None,
                           len(found.set_aside))
         say('nothing to ship: Log Analytics has accepted every stored row')
         return EXIT_OK
-    transport = backlog.default_transport()
     progress = Progress()
     tally, stopped = backlog.ship_stored(
-        itertools.chain([first] if first else [], items), transport,
+        itertools.chain([first] if first else [], chunks), transport,
         progress, in_flight=args.uploads,
         # a second read of every file, for the progress line alone
         total=found.estimate() if progress.on_terminal() else 0)
