@@ -3,6 +3,7 @@ stored lines sent as they are, a bounded number of uploads in flight that
 wait out a 429 together, and the ledger rules unchanged."""
 import gzip
 import json
+import sys
 import threading
 import time
 
@@ -116,3 +117,94 @@ def test_forbidden_stops_the_uploads_and_leaves_every_other_row(
     assert tally.shipped + tally.left_total() == tally.offered == 1200
     assert tally.left['403'] >= 400
     assert len(transport.bodies) < 10
+
+
+def ship_in_a_thread(chunks, transport, in_flight=3, timeout=60):
+    """ship_stored's answer, or the exception it raised; fails when it is
+    still running after *timeout* seconds (an upload died: a hang)."""
+    answer = []
+
+    def run():
+        try:
+            answer.append(backlog.ship_stored(chunks, transport,
+                                              in_flight=in_flight))
+        except Exception as err:
+            answer.append(err)
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), 'ship_stored hangs'
+    return answer[0]
+
+
+def test_a_transport_that_cannot_be_made_is_raised_and_nothing_is_sent(
+        tmp_path, monkeypatch):
+    files = stored_backlog(tmp_path, monkeypatch)
+
+    def no_sdk():
+        time.sleep(0.2)         # the first bodies are read meanwhile
+        raise ImportError('No module named azure.monitor.ingestion')
+    interval = sys.getswitchinterval()
+    raised = ship_in_a_thread(backlog.StoredBacklog().chunks(),
+                              backlog.TransportWhenReady(no_sdk))
+    assert isinstance(raised, ImportError)
+    assert 'azure.monitor.ingestion' in str(raised)
+    assert sys.getswitchinterval() == interval
+    for f in files:
+        assert ledger.read_ledger(ledger.ledger_path(f.path)) == {}
+    assert sum(len(c) for c in backlog.StoredBacklog().chunks()) == 1200
+
+
+def test_an_upload_that_crashes_stops_the_rest_and_is_raised(
+        tmp_path, monkeypatch):
+    """An exception no upload expects (a bug, not an HTTP answer): no
+    hang, every 204 before it in its ledger, the rest left for next time,
+    the exception raised where sync called."""
+    stored_backlog(tmp_path, monkeypatch)
+    slow = SlowTransport(0.02)
+
+    def transport(body, gzipped):
+        if len(slow.bodies) == 2:
+            raise RuntimeError('a bug in the transport')
+        return slow(body, gzipped)
+    raised = ship_in_a_thread(backlog.StoredBacklog().chunks(), transport,
+                              in_flight=1)
+    assert isinstance(raised, RuntimeError)
+    sent = [row['record_id'] for body in slow.bodies
+            for row in json.loads(body)]
+    assert len(sent) == len(set(sent)) > 0
+    shipped = set(backlog.accepted_everywhere(store.session_files()))
+    assert shipped == set(sent)
+    left = sum(len(c) for c in backlog.StoredBacklog().chunks())
+    assert left == 1200 - len(sent)
+
+
+def test_the_bodies_are_full_across_session_files(tmp_path, monkeypatch):
+    """Each chunk takes rows until the next would pass the limit, from one
+    session file into the next; a row stored twice comes once."""
+    files = stored_backlog(tmp_path, monkeypatch, sessions=3, rows=100)
+    with open(files[1].path, 'ab') as fp:         # a copy of another's row
+        fp.write(files[0].path.read_bytes().splitlines(True)[5])
+    limit = 50_000
+    chunks = list(backlog.StoredBacklog().chunks(limit))
+    sizes = [2 + sum(len(line) + 1 for _, line, _ in c) for c in chunks]
+    assert all(size <= limit for size in sizes)
+    for chunk, following in zip(chunks, chunks[1:]):
+        assert 2 + sum(len(line) + 1 for _, line, _ in chunk) + \
+            len(following[0][1]) + 1 > limit
+    assert any(len({item[2].path for item in c}) == 2 for c in chunks)
+    ids = [item[0] for c in chunks for item in c]
+    assert len(ids) == len(set(ids)) == 300
+
+
+def test_line_numbers_run_on_across_the_blocks_of_a_long_file(
+        tmp_path, monkeypatch, capsys):
+    """Lines are read a megabyte at a time (store.file_blocks): a bad line
+    past the first block is named by its line number in the file."""
+    [session] = stored_backlog(tmp_path, monkeypatch, sessions=1, rows=400)
+    assert session.path.stat().st_size > store.BLOCK
+    with open(session.path, 'ab') as fp:
+        fp.write(b'{"record_id": "not ended"\n')
+    assert sum(len(c) for c in backlog.StoredBacklog().chunks()) == 400
+    assert f'{session.path} line 401: not JSON; skipped' in \
+        capsys.readouterr().err
