@@ -13,7 +13,10 @@ one latency), the ratio to the floor, the command's CPU seconds and per
 call (the client's own cost: with the uploads in flight it bounds the wall
 time once it exceeds latency / uploads), the loopback endpoint's CPU
 seconds (this process: the benchmark's own share of the machine), peak RSS,
-and the CPU the endpoint spent afterwards decoding what it held. The
+the CPU the endpoint spent afterwards decoding what it held, and the
+transport alone: the same bodies posted again by the same SDK client with
+the same uploads in flight and nothing to read or ledger
+(tests/bench/replay_bodies.py), the bound this endpoint and client set. The
 endpoint decompresses every body as it comes and checks its size, keeps
 connections open between calls (HTTP/1.1, as Azure does), and decodes
 every body's JSON after the timed run (FakeAzure.hold_bodies).
@@ -22,7 +25,9 @@ Not collected by pytest.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +37,7 @@ from config.results import store
 from tests.bench import fleet_store
 from tests.bench.bench_queries import CLI, load_line, run_one
 from tests.bench.bench_reporting import calls, start_fake
-from tests.helpers import suite_env
+from tests.helpers import REPO, suite_env
 
 
 def main(argv=None):
@@ -58,7 +63,8 @@ def main(argv=None):
                   f'{"1st call s":>10} '
                   f'{"floor s":>8} {"x floor":>8} {"CPU s":>6} '
                   f'{"ms/call":>7} {"endpoint CPU s":>14} {"peak MiB":>9} '
-                  f'{"JSON decoded after, CPU s":>25}')
+                  f'{"JSON decoded after, CPU s":>25} '
+                  f'{"transport alone s":>17} {"x floor":>9}')
             for uploads in args.uploads:
                 home = work / f'home-{uploads}-{len(list(work.glob("home-*")))}'
                 shutil.copytree(pristine, home)
@@ -73,6 +79,12 @@ def main(argv=None):
                 made = calls(fake) - before
                 served = time.process_time() - served
                 first = min(when for _, _, when in fake.held) - started
+                sent = work / f'bodies-{uploads}'
+                shutil.rmtree(sent, ignore_errors=True)
+                sent.mkdir()
+                for number, (body, gzipped, _) in enumerate(fake.held):
+                    (sent / f'{number:06d}.{"gz" if gzipped else "json"}'
+                     ).write_bytes(body)
                 decoded = time.process_time()
                 arrived = [row['record_id'] for row in fake.held_rows()]
                 decoded = time.process_time() - decoded
@@ -81,14 +93,30 @@ def main(argv=None):
                     sys.exit(f'{received} rows arrived, not the '
                              f'{len(distinct)} stored')
                 floor = made * args.latency / uploads
+                alone = transport_alone(sent, uploads, env)
+                fake.held.clear()
                 print(f'{uploads:7} {made:6} {received:7} {wall:7.2f} '
                       f'{first:10.2f} '
                       f'{floor:8.2f} {wall / floor:8.2f} {cpu:6.2f} '
                       f'{1000 * cpu / made:7.1f} '
-                      f'{served:14.2f} {rss / 2**20:9.0f} {decoded:25.2f}')
+                      f'{served:14.2f} {rss / 2**20:9.0f} {decoded:25.2f} '
+                      f'{alone:17.2f} {alone / floor:9.2f}')
             print(load_line('after'))
         finally:
             fake.close()
+
+
+def transport_alone(bodies: Path, uploads: int, env: dict) -> float:
+    """Seconds the same SDK client takes to post the same bodies with the
+    same uploads in flight and nothing else to do (replay_bodies)."""
+    replay = subprocess.run(
+        [sys.executable, '-m', 'tests.bench.replay_bodies', str(bodies),
+         str(uploads)], env=env, cwd=str(REPO), capture_output=True,
+        text=True)
+    if replay.returncode != 0:
+        sys.exit(f'replaying the bodies failed: {replay.stdout[-300:]}'
+                 f'{replay.stderr[-2000:]}')
+    return json.loads(replay.stdout)['seconds']
 
 
 if __name__ == '__main__':
