@@ -299,9 +299,9 @@ def ship_stored(chunks, transport, progress=None, total: int = 0,
     does. This thread reads and packs each body (shipping.LineChunk) while
     the uploads send; memory holds the bodies in flight and as many
     waiting, never the backlog. progress(shipped, total) after each
-    accepted call. An exception an upload did not expect (the transport
-    could not be made: TransportWhenReady) stops every upload, leaving
-    their rows, and is raised here once they are done."""
+    accepted call. An exception an upload did not expect (a bug, not an
+    answer of the API) stops every upload, leaving their rows, and is
+    raised here once they are done (no upload is left waiting for it)."""
     tally = shipping.Tally()
     ledger_lock = threading.Lock()
 
@@ -372,37 +372,6 @@ def ship_stored(chunks, transport, progress=None, total: int = 0,
     if crashed:
         raise crashed[0]
     return tally, (stopped[0] if stopped else None)
-
-
-class TransportWhenReady:
-    """The transport *make()* gives (default_transport: the Azure SDK's
-    imports and its client take about half a second), made in a thread of
-    its own while sync reads the first session files; a call waits for
-    it. When *make()* raises, every call raises that exception again (in
-    ship_stored, every upload stops and it is raised where sync called)."""
-
-    def __init__(self, make=None):
-        self._made = threading.Event()
-        self._transport = self._error = None
-        threading.Thread(target=self._make, args=(make or default_transport,),
-                         daemon=True).start()
-
-    def _make(self, make) -> None:
-        try:
-            self._transport = make()
-        except Exception as err:
-            self._error = err
-        finally:
-            self._made.set()
-
-    def result(self):
-        self._made.wait()
-        if self._error is not None:
-            raise self._error
-        return self._transport
-
-    def __call__(self, body: bytes, gzipped: bool) -> shipping.Outcome:
-        return self.result()(body, gzipped)
 
 
 def sync_lock() -> ledger.FileLock:

@@ -225,8 +225,6 @@ def _sync(args) -> int:
                      f'{workspace.workspace_id} ({err}): --verify needs the '
                      f"'Log Analytics Reader' role on it; nothing done")
             return EXIT_USAGE
-    # the Azure SDK is imported while the first files are read
-    transport = backlog.TransportWhenReady()
     chunks = found.chunks()
     first = next(chunks, None)
     if first is None and not args.verify:
@@ -235,6 +233,10 @@ def _sync(args) -> int:
                           len(found.set_aside))
         say('nothing to ship: Log Analytics has accepted every stored row')
         return EXIT_OK
+    # imported once there is something to ship; imported in a thread of
+    # its own while the first files were read, it was no sooner (both
+    # hold the interpreter) and the first call came later
+    transport = backlog.default_transport()
     progress = Progress()
     tally, stopped = backlog.ship_stored(
         itertools.chain([first] if first else [], chunks), transport,
