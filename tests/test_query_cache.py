@@ -221,3 +221,39 @@ def test_a_file_appended_while_it_is_read_keeps_no_entry(home, monkeypatch):
     monkeypatch.setattr(json_lines, 'read', read)
     assert 'late' in {r[0] for r in stored(home)}
     assert len(entries(home)) == 4
+
+
+def test_only_a_damaged_file_is_read_again_to_name_its_lines(
+        tmp_path, monkeypatch, capsys):
+    """A file with a torn line among many good ones: the note names its
+    line through the store's reader, and that file is the only one the
+    reader opens, cold, warm, and while the file is still being written."""
+    from config.results import store
+    from scripts.query.runner import Runner
+    query_store.build(tmp_path, days=6)
+    query_store.settle(tmp_path)
+    files = session_files(tmp_path)
+    torn = files[len(files) // 2]
+    append(torn, a_row(torn, record_id='torn')[:40])
+    today = []                       # every file through the store's reader
+    for path in files:
+        list(store.file_rows(path, warn=today.append))
+    assert len(files) == 12 and len(today) == 1 and str(torn) in today[0]
+    opened = []
+    file_rows = store.file_rows
+    monkeypatch.setattr(store, 'file_rows', lambda path, *args: (
+        opened.append(path), file_rows(path, *args))[1])
+
+    def noted() -> list[str]:
+        runner = Runner(results_dir=tmp_path / 'results')
+        runner.run('results')
+        assert len(runner.notes()) == 1
+        return capsys.readouterr().err.splitlines()
+    for _ in ('cold', 'warm'):
+        assert noted() == [f'clusterproof: warning: {today[0]}']
+        assert opened == [torn]
+        opened.clear()
+    now = time.time()
+    os.utime(torn, (now, now))        # still written: no entry counts it
+    assert noted() == [f'clusterproof: warning: {today[0]}']
+    assert opened == [torn]

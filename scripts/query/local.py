@@ -92,11 +92,36 @@ def _load(con, table: str, columns: list[dict], files, cache) -> int:
     return unreadable
 
 
+class Connection:
+    """A DuckDB connection over the loaded store, with what its load found;
+    everything else (execute, sql, ...) is the DuckDB connection's own."""
+
+    def __init__(self, con, unreadable: int, damaged: list[str]):
+        self.duckdb = con
+        self.unreadable = unreadable     # lines that could not be read
+        self.damaged = damaged           # the files that may hold them
+
+    def __getattr__(self, name):
+        return getattr(self.duckdb, name)
+
+
+def _damaged(files, cache: parquet_cache.Cache,
+             unreadable: int) -> list[str]:
+    """Of *files* ((path, stat) pairs, in their order), those that may hold
+    the *unreadable* lines: each whose cache entry counts some, and, when
+    the entries do not account for them all, each read without an entry
+    (a session still writing, or a cache that cannot be written)."""
+    found = [(path, cache.find(path, stat)) for path, stat in files]
+    uncounted = unreadable > sum(entry[1] for _, entry in found if entry)
+    return [path for path, entry in found
+            if (entry[1] > 0 if entry else uncounted)]
+
+
 def connect(results_dir: Path | None = None, reading: Reading = Reading(),
             filters: library.Filters | None = None):
-    """A DuckDB connection with the store's rows (those *reading* asks for)
-    as ReFrameResults_CL, each record once, and clusterproof_results: the
-    base query (with *filters*) over it."""
+    """A Connection with the store's rows (those *reading* asks for) as
+    ReFrameResults_CL, each record once, and clusterproof_results: the base
+    query (with *filters*) over it."""
     schema = records.schema()
     con = duckdb_kql.connect()
     results_dir = results_dir or store.results_dir()
@@ -105,10 +130,10 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     files = _stored(results_dir, reading.start)
     entries = parquet_cache.Cache(results_dir, schema['columns'])
     unreadable = _load(con, schema['table'], columns, files, entries)
+    con = Connection(con, unreadable, _damaged(files, entries, unreadable))
     cache = sql_cache.directory(results_dir)
-    con.execute(f'CREATE TABLE {_LOAD_NOTES} AS SELECT {int(unreadable)} '
-                f'AS unreadable, {_sql_string(str(cache))} AS cache, '
-                'false AS compacted')
+    con.execute(f'CREATE TABLE {_LOAD_NOTES} AS SELECT '
+                f'{_sql_string(str(cache))} AS cache, false AS compacted')
     sql, _ = _translated(con, library.base_after_dedupe(), None)
     where = _filter_conditions(filters)
     if where:
@@ -173,10 +198,15 @@ def threads_for(limit: str, cores: int) -> int:
     return max(1, min(cores, int(gib)))
 
 
-def unreadable_lines(con) -> int:
+def unreadable_lines(con: Connection) -> int:
     """How many stored lines could not be read as a row."""
-    return con.execute(f'SELECT unreadable FROM {_LOAD_NOTES}'
-                       ).fetchall()[0][0]
+    return con.unreadable
+
+
+def damaged_files(con: Connection) -> list[str]:
+    """The session files that may hold those lines, for the store's own
+    reader to name them (line by line) without reading every file again."""
+    return con.damaged
 
 
 def _kusto_type(duckdb_type) -> str:
