@@ -181,6 +181,43 @@ def test_memory_is_bounded_and_spills_beside_the_store(home, monkeypatch):
     assert spill == str(home / 'cache' / 'duckdb')
 
 
+@pytest.mark.parametrize('limit, expected', [
+    ('640MB', 640 * 1000 ** 2), ('2GB', 2 * 1000 ** 3), ('1GiB', 2 ** 30),
+    ('1.5 gb', 1500 * 1000 ** 2), ('512MiB', 512 * 2 ** 20),
+    ('100KB', 100_000), ('2TiB', 2 * 2 ** 40), ('700000000b', 700_000_000)])
+def test_a_memory_limit_reads_as_duckdb_reads_it(limit, expected):
+    """The bytes clusterproof counts threads from are those DuckDB holds to:
+    its own formatting of the limit set is that of the bytes read."""
+    assert local.memory_bytes(limit) == expected
+    con = duckdb.connect()
+    formatted = con.execute(f'SELECT format_bytes({expected})').fetchone()[0]
+    con.execute(f"SET memory_limit = '{limit}'")
+    assert con.execute("SELECT current_setting('memory_limit')"
+                       ).fetchone()[0] == formatted
+
+
+def test_threads_follow_the_memory_limit():
+    gib = 2 ** 30
+    assert local.threads_for(local.memory_bytes('640MB'), 16) == 1
+    assert local.threads_for(local.memory_bytes('4GB'), 16) == 3  # 3.7 GiB
+    assert local.threads_for(local.memory_bytes('4GiB'), 16) == 4
+    assert local.threads_for(1000 * gib, 8) == 8
+    assert local.threads_for(gib - 1, 4) == 1
+
+
+@pytest.mark.parametrize('limit, said', [
+    ('abc', 'Memory must have a number'),      # DuckDB's own words
+    ('1000000000', 'Unknown unit for memory'),
+    ('10%', 'give a number and a unit, e.g. 640MB'),   # DuckDB takes it
+    ('none', 'give a number and a unit, e.g. 640MB')])
+def test_a_memory_limit_not_read_says_so(home, monkeypatch, limit, said):
+    monkeypatch.setenv(local.MEMORY_VARIABLE, limit)
+    with pytest.raises(local.QueryFailed) as refused:
+        local.connect(home / 'results')
+    assert str(refused.value).startswith(f'{local.MEMORY_VARIABLE}={limit}: ')
+    assert said in str(refused.value)
+
+
 class OutOfMemoryOnce:
     """A real DuckDB connection whose first query runs out of memory, as
     node_outliers --all's final sort did over the loaded table at 640MB."""

@@ -170,32 +170,54 @@ def memory_limit() -> str:
 def _bound_memory(con, results_dir: Path) -> None:
     """Spills go beside the store (cache/duckdb), never to the current
     directory (DuckDB's default for an in-memory database); one thread per
-    GiB of the limit (threads_for)."""
+    GiB of the limit (threads_for). A limit DuckDB refuses is its error,
+    naming the variable."""
     spill = sql_cache.directory(results_dir).parent / 'duckdb'
-    con.execute(f'SET memory_limit = {_sql_string(memory_limit())}')
+    limit = memory_limit()
+    try:
+        con.execute(f'SET memory_limit = {_sql_string(limit)}')
+    except duckdb.Error as err:
+        raise QueryFailed(f'{MEMORY_VARIABLE}={limit}: {err}') from None
     con.execute(f'SET temp_directory = {_sql_string(str(spill))}')
-    limit, cores = con.execute("SELECT current_setting('memory_limit'), "
-                               "current_setting('threads')").fetchall()[0]
-    con.execute(f'SET threads = {threads_for(limit, int(cores))}')
+    cores = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    threads = threads_for(memory_bytes(limit), int(cores))
+    con.execute(f'SET threads = {threads}')
 
 
-_SIZE = re.compile(r'^([0-9.]+)\s*(bytes|KiB|MiB|GiB|TiB|PiB)$')
-_POWERS = {'bytes': 0, 'KiB': 1, 'MiB': 2, 'GiB': 3, 'TiB': 4, 'PiB': 5}
+# DuckDB's units for memory_limit (https://duckdb.org/docs/2.0/configuration/
+# overview: "SET memory_limit = '10GB'"), as its parser names them when it
+# refuses one: "KB, MB, GB, TB for 1000^i units or KiB, MiB, GiB, TiB for
+# 1024^i units" (duckdb/duckdb src/main/config.cpp, DBConfig::
+# ParseMemoryLimit; DuckDB 2.0.1 says the same), in any case; B is bytes.
+_UNITS = {'b': 1, 'kb': 1000, 'mb': 1000 ** 2, 'gb': 1000 ** 3,
+          'tb': 1000 ** 4, 'kib': 1024, 'mib': 1024 ** 2, 'gib': 1024 ** 3,
+          'tib': 1024 ** 4}
+_SIZE = re.compile(r'\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]+)\s*',
+                   re.IGNORECASE)
 
 
-def threads_for(limit: str, cores: int) -> int:
-    """Threads for a memory limit as DuckDB states it ('610.3 MiB'): one per
-    whole GiB, at least one, at most *cores*. Each thread holds hash tables
-    and sort runs of its own: at the 640MB default with two threads,
-    node_outliers --all ran out of memory in its final sort and the
-    outliers alone spilled twice as much. DuckDB's guide: "Aim for 1-4 GB
-    memory per thread", 125 MB at the least
+def memory_bytes(limit: str) -> int:
+    """The bytes of a memory limit such as 640MB, 2GB or 1GiB (MB is 1000^2
+    bytes, MiB 2^20); the form DuckDB also takes but this does not (a
+    percentage, none, a unit's full name) says what it takes."""
+    size = _SIZE.fullmatch(limit)
+    if not size or size.group(2).lower() not in _UNITS:
+        raise QueryFailed(
+            f'{MEMORY_VARIABLE}={limit}: give a number and a unit, e.g. '
+            '640MB, 2GB or 1GiB (KB, MB, GB, TB are 1000^i bytes; KiB, '
+            'MiB, GiB, TiB 1024^i)')
+    return int(float(size.group(1)) * _UNITS[size.group(2).lower()])
+
+
+def threads_for(limit: int, cores: int) -> int:
+    """Threads for a memory limit of *limit* bytes: one per whole GiB, at
+    least one, at most *cores*. Each thread holds hash tables and sort runs
+    of its own: at the 640MB default with two threads, node_outliers --all
+    ran out of memory in its final sort and the outliers alone spilled
+    twice as much. DuckDB's guide: "Aim for 1-4 GB memory per thread", 125
+    MB at the least
     (https://duckdb.org/docs/2.0/guides/performance/environment)."""
-    size = _SIZE.match(limit.strip())
-    if not size:
-        return 1
-    gib = float(size.group(1)) * 1024 ** _POWERS[size.group(2)] / 2 ** 30
-    return max(1, min(cores, int(gib)))
+    return max(1, min(cores, limit // 2 ** 30))
 
 
 def unreadable_lines(con: Connection) -> int:
