@@ -34,7 +34,6 @@ from scripts.query.result import QueryFailed, Result, Stream, plain
 _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
                 'INTEGER': 'int', 'HUGEINT': 'long', 'VARCHAR': 'string',
                 'BOOLEAN': 'bool', 'JSON': 'dynamic', 'DATE': 'datetime'}
-_LOAD_NOTES = 'clusterproof_load'
 # A session file last written more than this before a window starts cannot
 # hold a row completed in it (the margin covers clocks that disagree).
 CLOCK_SLACK = dt.timedelta(days=1)
@@ -93,16 +92,35 @@ def _load(con, table: str, columns: list[dict], files, cache) -> int:
 
 
 class Connection:
-    """A DuckDB connection over the loaded store, with what its load found;
-    everything else (execute, sql, ...) is the DuckDB connection's own."""
+    """A DuckDB connection over the loaded store, with what its queries
+    need to know once: where their translations are kept, what the load
+    found; everything else (execute, sql, ...) is the DuckDB connection's
+    own."""
 
-    def __init__(self, con, unreadable: int, damaged: list[str]):
+    def __init__(self, con, cache: Path, unreadable: int,
+                 damaged: list[str]):
         self.duckdb = con
+        self.cache = cache               # sql_cache's directory
         self.unreadable = unreadable     # lines that could not be read
         self.damaged = damaged           # the files that may hold them
+        self.compacted = False
 
     def __getattr__(self, name):
         return getattr(self.duckdb, name)
+
+    def compact(self) -> bool:
+        """Writes the loaded table again in one statement, once; False when
+        it was already (nothing more to gain)."""
+        if self.compacted:
+            return False
+        table = records.schema()['table']
+        self.duckdb.execute(f'CREATE TABLE "{table}_compact" AS SELECT * '
+                            f'FROM "{table}"')
+        self.duckdb.execute(f'DROP TABLE "{table}"')
+        self.duckdb.execute(f'ALTER TABLE "{table}_compact" RENAME TO '
+                            f'"{table}"')
+        self.compacted = True
+        return True
 
 
 def _damaged(files, cache: parquet_cache.Cache,
@@ -130,10 +148,8 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     files = _stored(results_dir, reading.start)
     entries = parquet_cache.Cache(results_dir, schema['columns'])
     unreadable = _load(con, schema['table'], columns, files, entries)
-    con = Connection(con, unreadable, _damaged(files, entries, unreadable))
-    cache = sql_cache.directory(results_dir)
-    con.execute(f'CREATE TABLE {_LOAD_NOTES} AS SELECT '
-                f'{_sql_string(str(cache))} AS cache, false AS compacted')
+    con = Connection(con, sql_cache.directory(results_dir), unreadable,
+                     _damaged(files, entries, unreadable))
     sql, _ = _translated(con, library.base_after_dedupe(), None)
     where = _filter_conditions(filters)
     if where:
@@ -244,17 +260,15 @@ def _translated(con, kql: str, now: dt.datetime | None):
     """(SQL, parameters) for *kql* on *con*: from the cache when this text
     was translated before for the same columns, else by duckdb-kql."""
     tables = duckdb_kql.engine.schema(con)
-    where = Path(con.execute(f'SELECT cache FROM {_LOAD_NOTES}'
-                             ).fetchall()[0][0])
     moment = now or dt.datetime.now(dt.timezone.utc)
-    cached = sql_cache.lookup(where, kql, tables)
+    cached = sql_cache.lookup(con.cache, kql, tables)
     if cached is not None:
         sql, clock = cached
         return sql, sql_cache.clock_parameters(clock, moment)
     translated = duckdb_kql.to_sql(kql, schema=tables, query_now=moment)
     if translated.unbound:
         raise duckdb_kql.KqlSchemaError(', '.join(translated.unbound))
-    sql_cache.store_translation(where, kql, tables, translated, moment)
+    sql_cache.store_translation(con.cache, kql, tables, translated, moment)
     return str(translated), dict(translated.parameters)
 
 
@@ -303,24 +317,10 @@ def _first_chunk(con, sql, parameters, chunk_rows):
         cursor = con.execute(sql, parameters or None)
         return cursor, cursor.fetchmany(chunk_rows)
     except duckdb.OutOfMemoryException:
-        if not _compacted(con):
+        if not con.compact():
             raise
     cursor = con.execute(sql, parameters or None)
     return cursor, cursor.fetchmany(chunk_rows)
-
-
-def _compacted(con) -> bool:
-    """Rewrites the loaded table once per connection; False when it was
-    already (nothing more to gain)."""
-    table = records.schema()['table']
-    done = con.execute(f'SELECT compacted FROM {_LOAD_NOTES}').fetchall()
-    if done[0][0]:
-        return False
-    con.execute(f'CREATE TABLE "{table}_compact" AS SELECT * FROM "{table}"')
-    con.execute(f'DROP TABLE "{table}"')
-    con.execute(f'ALTER TABLE "{table}_compact" RENAME TO "{table}"')
-    con.execute(f'UPDATE {_LOAD_NOTES} SET compacted = true')
-    return True
 
 
 @contextlib.contextmanager
