@@ -76,3 +76,29 @@ def test_a_small_partition_is_one_session_per_scope():
     assert [p.label for p in phases] == ['hbv4-node', 'hbv4-pair',
                                          'hbv4-set', 'hbv4-whole']
     assert phases[0].pins == [('sb-n1',), ('sb-n2',)] and not phases[0].names
+
+
+def test_a_partition_without_gpus_has_no_session_of_gpu_checks_alone():
+    """NvlinkFabric (one job per node) is ReFrame's only for partitions
+    with the 'gpu' feature: on HBv4 its one-node sessions held no test
+    case (~4 s each), so they are not planned; nothing else changes."""
+    from config.systems import azure_skus, sandbox
+
+    def partition(name):
+        return azure_skus.sku_partition(name, scheduler='slurm',
+                                        launcher='srun', access=[],
+                                        max_jobs=1)
+    assert not plan.has_gpus(partition('hbv4'))
+    assert plan.has_gpus(partition('ndv5'))
+    assert plan.has_gpus(partition('ndgb200v6'))
+    assert not any(plan.has_gpus(p) for p in sandbox.system['partitions'])
+    nodes = [f'hb-{i:04d}' for i in range(1, 1201)]
+    planned = plan.phases('azure', 'hbv4', nodes)
+    alone = [p for p in planned if p.tag == 'one']
+    assert len(alone) == 3 and all(p.names == ('NvlinkFabric',)
+                                   for p in alone)
+    assert plan.phases('azure', 'hbv4', nodes, gpus=False) == \
+        [p for p in planned if p.tag != 'one']
+    # one session per node with every node check: ReFrame filters them
+    assert plan.phases('azure', 'hbv4', nodes, node_batch=1, gpus=False) \
+        == plan.phases('azure', 'hbv4', nodes, node_batch=1)

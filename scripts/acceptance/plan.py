@@ -41,6 +41,11 @@ FANOUT_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck',
                  'HplSpackCheck', 'HpcgCheck', 'HpcgSpackCheck', 'HpccNode',
                  'NcclSingleNode', 'PerftestLoopback')
 SINGLE_NODE_CHECKS = tuple(c for c in NODE_CHECKS if c not in FANOUT_CHECKS)
+#: Checks whose valid_systems is ['+gpu'] (checks/gpu/nccl.py NcclBase,
+#: checks/gpu/nvlink_fabric.py): ReFrame makes no test case of them on a
+#: partition without the 'gpu' feature, so a session of them alone is not
+#: planned there (it took ~4 s for nothing).
+GPU_CHECKS = ('NcclSingleNode', 'NcclMultiNode', 'NvlinkFabric')
 #: Pair checks that run once per pair of a batch job (fan_group_size 2).
 #: (PerftestPair runs its script once per pair, from the batch shell.)
 PAIR_FANOUT_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack',
@@ -219,20 +224,30 @@ class Phase:
         return options + list(self.options)
 
 
+def has_gpus(partition: dict) -> bool:
+    """Whether ReFrame runs GPU_CHECKS on a partition (its configuration):
+    it has the 'gpu' feature that their '+gpu' asks for."""
+    return 'gpu' in partition.get('features', ())
+
+
 def phases(system: str, partition: str, nodes: list[str] | None,
-           node_batch: int = NODE_BATCH) -> list[Phase]:
+           node_batch: int = NODE_BATCH, gpus: bool = True) -> list[Phase]:
     """The sessions of one partition; nodes None = the scheduler cannot
     list them (not Slurm): everything runs once, unpinned. *node_batch*:
     nodes (or ring pairs) per job of the fan-out checks (1 = one job per
-    node or pair for all)."""
+    node or pair for all). *gpus* False (has_gpus): no session of
+    GPU_CHECKS alone."""
     if nodes is None:
         return [Phase(system, partition, 'unpinned')]
     singles = [(node,) for node in nodes]
     if node_batch > 1:
         found = _batched(system, partition, 'node', batches(nodes, node_batch),
                          names=FANOUT_CHECKS)
-        found += _batched(system, partition, 'node', singles, tag='one',
-                          names=SINGLE_NODE_CHECKS)
+        one_by_one = tuple(c for c in SINGLE_NODE_CHECKS
+                           if gpus or c not in GPU_CHECKS)
+        if one_by_one:
+            found += _batched(system, partition, 'node', singles, tag='one',
+                              names=one_by_one)
     else:
         found = _batched(system, partition, 'node', singles)
     pairs = ring_pairs(nodes)

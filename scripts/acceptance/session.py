@@ -271,13 +271,12 @@ def _inventory(options: Options, say):
             started[fullname] = starting
         usable = [n for n, s in states.items()
                   if slurm.is_usable(s) or n in starting]
+        planned = plan.phases(system, part['name'], usable,
+                              options.node_batch, plan.has_gpus(part))
         if options.resume:   # only its drained nodes, nothing else
-            phases += [p for p in plan.phases(system, part['name'], usable,
-                                              options.node_batch)
-                       if usable and p.scope != 'whole']
+            phases += [p for p in planned if usable and p.scope != 'whole']
             continue
-        phases += plan.phases(system, part['name'], usable,
-                              options.node_batch)
+        phases += planned
     if started:
         notes += powering.cost_lines(started, nodes,
                                      powering.read_suspend_time_s())
