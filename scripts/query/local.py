@@ -200,11 +200,12 @@ def _bound_memory(con, results_dir: Path) -> None:
     con.execute(f'SET threads = {threads}')
 
 
-# DuckDB's units for memory_limit (https://duckdb.org/docs/2.0/configuration/
-# overview: "SET memory_limit = '10GB'"), as its parser names them when it
-# refuses one: "KB, MB, GB, TB for 1000^i units or KiB, MiB, GiB, TiB for
-# 1024^i units" (duckdb/duckdb src/main/config.cpp, DBConfig::
-# ParseMemoryLimit; DuckDB 2.0.1 says the same), in any case; B is bytes.
+# DuckDB's units for memory_limit (the setting: https://duckdb.org/docs/2.0/
+# configuration/overview, "SET memory_limit = '10GB'"), as DuckDB 2.0.1 names
+# them when it refuses one (SET memory_limit = '1000000000'): "KB, MB, GB, TB
+# for 1000^i units or KiB, MiB, GiB, TiB for 1024^i units" (its parser:
+# duckdb/duckdb src/main/config.cpp DBConfig::ParseMemoryLimit, commit
+# 0024da969a6b6221ad1c77cb0b5535867d5aaa52), in any case; B is bytes.
 _UNITS = {'b': 1, 'kb': 1000, 'mb': 1000 ** 2, 'gb': 1000 ** 3,
           'tb': 1000 ** 4, 'kib': 1024, 'mib': 1024 ** 2, 'gib': 1024 ** 3,
           'tib': 1024 ** 4}
