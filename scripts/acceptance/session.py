@@ -272,7 +272,7 @@ def _inventory(options: Options, say):
         usable = [n for n, s in states.items()
                   if slurm.is_usable(s) or n in starting]
         planned = plan.phases(system, part['name'], usable,
-                              options.node_batch, plan.has_gpus(part))
+                              options.node_batch, plan.left_out(part))
         if options.resume:   # only its drained nodes, nothing else
             phases += [p for p in planned if usable and p.scope != 'whole']
             continue
