@@ -257,3 +257,22 @@ def test_only_a_damaged_file_is_read_again_to_name_its_lines(
     os.utime(torn, (now, now))        # still written: no entry counts it
     assert noted() == [f'clusterproof: warning: {today[0]}']
     assert opened == [torn]
+
+
+def test_a_home_under_a_folder_named_like_a_column_reads_its_own_rows(
+        tmp_path, monkeypatch):
+    # DuckDB reads 'key=value' folders of a Parquet path as columns (hive
+    # partitioning) and lets them replace the file's own: a home under
+    # .../cluster=lab/ would have every cached row's cluster read as 'lab'.
+    home = tmp_path / 'cluster=lab'
+    written = query_store.build(home, days=2)
+    query_store.settle(home)
+    con = local.connect(home / 'results')           # cold: writes entries
+    cold = con.execute('SELECT record_id, cluster FROM "ReFrameResults_CL" '
+                       'ORDER BY ALL').fetchall()
+    assert cold == sorted((r['record_id'], r['cluster']) for r in written)
+    assert entries(home)
+    no_json(monkeypatch)
+    con = local.connect(home / 'results')           # warm: the entries
+    assert con.execute('SELECT record_id, cluster FROM "ReFrameResults_CL" '
+                       'ORDER BY ALL').fetchall() == cold

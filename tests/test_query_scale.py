@@ -81,6 +81,16 @@ def test_a_query_reads_the_columns_it_names_and_a_file_of_yours_all():
     assert trends.start == now - dt.timedelta(days=90)
     yours = library.Query('mine', '', 'clusterproof_results | take 1\n')
     assert needs.reading(yours, None, now) == needs.Reading(None, None)
+    # a shipped query with other settings, or one more step, is still
+    # shipped: the report's outliers read the columns they name
+    shipped = needs.reading(library.shipped()['node_outliers'], None, now)
+    outliers = needs.reading(library.outliers_only(), None, now)
+    assert outliers == shipped and 'hostname' not in outliers.columns
+    edited = library.with_settings(
+        library.shipped()['node_outliers'].text, min_peers='6')
+    assert library.is_shipped(library.Query('node_outliers', '', edited))
+    changed = edited.replace('| where isnotnull', '| where 1 == 1 and isnotnull')
+    assert not library.is_shipped(library.Query('node_outliers', '', changed))
 
 
 def test_files_written_before_the_window_are_not_read(home):
