@@ -76,3 +76,40 @@ def test_a_small_partition_is_one_session_per_scope():
     assert [p.label for p in phases] == ['hbv4-node', 'hbv4-pair',
                                          'hbv4-set', 'hbv4-whole']
     assert phases[0].pins == [('sb-n1',), ('sb-n2',)] and not phases[0].names
+
+
+def test_node_checks_that_cannot_run_on_a_partition_are_not_planned():
+    """As the checks decide it: no GPU check without the 'gpu' feature (on
+    HBv4 NvlinkFabric's one-node sessions held no test case), and no
+    NvlinkFabric without multi-node NVLink (on ND H100 it skipped on every
+    node, and a skip makes a node not measured); nothing else changes."""
+    from config.systems import azure_skus, sandbox
+
+    def left_out(name):
+        return plan.left_out(azure_skus.sku_partition(
+            name, scheduler='slurm', launcher='srun', access=[], max_jobs=1))
+    assert left_out('hbv4') == ('NcclSingleNode', 'NvlinkFabric')
+    assert left_out('ndv5') == ('NvlinkFabric',)
+    assert left_out('ndgb200v6') == ()
+    assert {plan.left_out(p) for p in sandbox.system['partitions']} == {
+        ('NcclSingleNode', 'NvlinkFabric')}
+    nodes = [f'nd-{i:04d}' for i in range(1, 1201)]
+    planned = plan.phases('azure', 'ndv5', nodes)
+    alone = [p for p in planned if p.tag == 'one']
+    assert len(alone) == 3 and all(p.names == ('NvlinkFabric',)
+                                   for p in alone)
+    assert plan.phases('azure', 'ndv5', nodes, leaving_out=left_out('ndv5')) \
+        == [p for p in planned if p.tag != 'one']
+    hbv4 = plan.phases('azure', 'hbv4', nodes, leaving_out=left_out('hbv4'))
+    assert [p.label for p in hbv4] == [p.label.replace('ndv5', 'hbv4')
+                                       for p in planned if p.tag != 'one']
+    assert 'NcclSingleNode' not in hbv4[0].names
+    assert set(hbv4[0].names) == set(plan.FANOUT_CHECKS) - {'NcclSingleNode'}
+    # one job per node, every node check in one session: those left out
+    # are not asked for
+    [one] = plan.phases('azure', 'ndv5', nodes[:3], node_batch=1,
+                        leaving_out=left_out('ndv5'))[:1]
+    assert one.names == tuple(c for c in plan.NODE_CHECKS
+                              if c != 'NvlinkFabric')
+    assert plan.phases('azure', 'ndgb200v6', nodes, leaving_out=()) == \
+        plan.phases('azure', 'ndgb200v6', nodes)

@@ -108,15 +108,23 @@ def test_pins_and_distribute_parameters_are_stripped():
 
 # --- one rule in Python and KQL ---------------------------------------------
 
-def outliers(runner, rule=peers.Rule()):
-    query = library.shipped()['node_outliers']
+def outliers(runner, rule=peers.Rule(), alone=False):
+    """node_outliers' rows under *rule*; *alone*: its outliers-only form
+    (library.outliers_only(): the report's and the CLI's default)."""
+    query = (library.outliers_only() if alone
+             else library.shipped()['node_outliers'])
     query = dataclasses.replace(query, text=peers.kql_with_rule(query.text,
                                                                 rule))
     return runner.run(query).records()
 
 
 def assert_agree(rows, runner, rule=peers.Rule()):
-    kql = {(r['record_id'], r['node']): r for r in outliers(runner, rule)}
+    judged = outliers(runner, rule)
+    # the outliers-only form computes deviations only for the groups with a
+    # suspect: the same outliers, every column, in the same order
+    assert outliers(runner, rule, alone=True) == \
+        [r for r in judged if r['outlier']]
+    kql = {(r['record_id'], r['node']): r for r in judged}
     python = {(j.row['record_id'], j.member): j
               for j in peers.judge_rows(rows, peers.Rules(rule))
               if j.median is not None}

@@ -221,3 +221,58 @@ def test_a_file_appended_while_it_is_read_keeps_no_entry(home, monkeypatch):
     monkeypatch.setattr(json_lines, 'read', read)
     assert 'late' in {r[0] for r in stored(home)}
     assert len(entries(home)) == 4
+
+
+def test_only_a_damaged_file_is_read_again_to_name_its_lines(
+        tmp_path, monkeypatch, capsys):
+    """A file with a torn line among many good ones: the note names its
+    line through the store's reader, and that file is the only one the
+    reader opens, cold, warm, and while the file is still being written."""
+    from config.results import store
+    from scripts.query.runner import Runner
+    query_store.build(tmp_path, days=6)
+    query_store.settle(tmp_path)
+    files = session_files(tmp_path)
+    torn = files[len(files) // 2]
+    append(torn, a_row(torn, record_id='torn')[:40])
+    today = []                       # every file through the store's reader
+    for path in files:
+        list(store.file_rows(path, warn=today.append))
+    assert len(files) == 12 and len(today) == 1 and str(torn) in today[0]
+    opened = []
+    file_rows = store.file_rows
+    monkeypatch.setattr(store, 'file_rows', lambda path, *args: (
+        opened.append(path), file_rows(path, *args))[1])
+
+    def noted() -> list[str]:
+        runner = Runner(results_dir=tmp_path / 'results')
+        runner.run('results')
+        assert len(runner.notes()) == 1
+        return capsys.readouterr().err.splitlines()
+    for _ in ('cold', 'warm'):
+        assert noted() == [f'clusterproof: warning: {today[0]}']
+        assert opened == [torn]
+        opened.clear()
+    now = time.time()
+    os.utime(torn, (now, now))        # still written: no entry counts it
+    assert noted() == [f'clusterproof: warning: {today[0]}']
+    assert opened == [torn]
+
+
+def test_a_home_under_a_folder_named_like_a_column_reads_its_own_rows(
+        tmp_path, monkeypatch):
+    # DuckDB reads 'key=value' folders of a Parquet path as columns (hive
+    # partitioning) and lets them replace the file's own: a home under
+    # .../cluster=lab/ would have every cached row's cluster read as 'lab'.
+    home = tmp_path / 'cluster=lab'
+    written = query_store.build(home, days=2)
+    query_store.settle(home)
+    con = local.connect(home / 'results')           # cold: writes entries
+    cold = con.execute('SELECT record_id, cluster FROM "ReFrameResults_CL" '
+                       'ORDER BY ALL').fetchall()
+    assert cold == sorted((r['record_id'], r['cluster']) for r in written)
+    assert entries(home)
+    no_json(monkeypatch)
+    con = local.connect(home / 'results')           # warm: the entries
+    assert con.execute('SELECT record_id, cluster FROM "ReFrameResults_CL" '
+                       'ORDER BY ALL').fetchall() == cold

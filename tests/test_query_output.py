@@ -85,10 +85,3 @@ def test_an_empty_stream_reads_as_an_empty_result():
     assert buffer.getvalue() == '(no rows)\n'
     assert output.as_json(Result(['a'], ['string'], [])) == '[]\n'
 
-
-def test_threads_follow_the_memory_limit():
-    from scripts.query.local import threads_for
-    assert threads_for('610.3 MiB', 16) == 1     # the 640MB default
-    assert threads_for('3.7 GiB', 16) == 3
-    assert threads_for('931.3 GiB', 8) == 8
-    assert threads_for('97.6 KiB', 4) == 1

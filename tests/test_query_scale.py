@@ -81,6 +81,16 @@ def test_a_query_reads_the_columns_it_names_and_a_file_of_yours_all():
     assert trends.start == now - dt.timedelta(days=90)
     yours = library.Query('mine', '', 'clusterproof_results | take 1\n')
     assert needs.reading(yours, None, now) == needs.Reading(None, None)
+    # a shipped query with other settings, or one more step, is still
+    # shipped: the report's outliers read the columns they name
+    shipped = needs.reading(library.shipped()['node_outliers'], None, now)
+    outliers = needs.reading(library.outliers_only(), None, now)
+    assert outliers == shipped and 'hostname' not in outliers.columns
+    edited = library.with_settings(
+        library.shipped()['node_outliers'].text, min_peers='6')
+    assert library.is_shipped(library.Query('node_outliers', '', edited))
+    changed = edited.replace('| where isnotnull', '| where 1 == 1 and isnotnull')
+    assert not library.is_shipped(library.Query('node_outliers', '', changed))
 
 
 def test_files_written_before_the_window_are_not_read(home):
@@ -181,6 +191,43 @@ def test_memory_is_bounded_and_spills_beside_the_store(home, monkeypatch):
     assert spill == str(home / 'cache' / 'duckdb')
 
 
+@pytest.mark.parametrize('limit, expected', [
+    ('640MB', 640 * 1000 ** 2), ('2GB', 2 * 1000 ** 3), ('1GiB', 2 ** 30),
+    ('1.5 gb', 1500 * 1000 ** 2), ('512MiB', 512 * 2 ** 20),
+    ('100KB', 100_000), ('2TiB', 2 * 2 ** 40), ('700000000b', 700_000_000)])
+def test_a_memory_limit_reads_as_duckdb_reads_it(limit, expected):
+    """The bytes clusterproof counts threads from are those DuckDB holds to:
+    its own formatting of the limit set is that of the bytes read."""
+    assert local.memory_bytes(limit) == expected
+    con = duckdb.connect()
+    formatted = con.execute(f'SELECT format_bytes({expected})').fetchone()[0]
+    con.execute(f"SET memory_limit = '{limit}'")
+    assert con.execute("SELECT current_setting('memory_limit')"
+                       ).fetchone()[0] == formatted
+
+
+def test_threads_follow_the_memory_limit():
+    gib = 2 ** 30
+    assert local.threads_for(local.memory_bytes('640MB'), 16) == 1
+    assert local.threads_for(local.memory_bytes('4GB'), 16) == 3  # 3.7 GiB
+    assert local.threads_for(local.memory_bytes('4GiB'), 16) == 4
+    assert local.threads_for(1000 * gib, 8) == 8
+    assert local.threads_for(gib - 1, 4) == 1
+
+
+@pytest.mark.parametrize('limit, said', [
+    ('abc', 'Memory must have a number'),      # DuckDB's own words
+    ('1000000000', 'Unknown unit for memory'),
+    ('10%', 'give a number and a unit, e.g. 640MB'),   # DuckDB takes it
+    ('none', 'give a number and a unit, e.g. 640MB')])
+def test_a_memory_limit_not_read_says_so(home, monkeypatch, limit, said):
+    monkeypatch.setenv(local.MEMORY_VARIABLE, limit)
+    with pytest.raises(local.QueryFailed) as refused:
+        local.connect(home / 'results')
+    assert str(refused.value).startswith(f'{local.MEMORY_VARIABLE}={limit}: ')
+    assert said in str(refused.value)
+
+
 class OutOfMemoryOnce:
     """A real DuckDB connection whose first query runs out of memory, as
     node_outliers --all's final sort did over the loaded table at 640MB."""
@@ -190,7 +237,7 @@ class OutOfMemoryOnce:
 
     def execute(self, sql, *args):
         query = sql.lstrip().upper().startswith(('SELECT', 'WITH'))
-        if query and not self.failed and 'clusterproof_load' not in sql:
+        if query and not self.failed:
             self.failed = True
             raise duckdb.OutOfMemoryException('could not allocate block')
         return self.con.execute(sql, *args)
@@ -205,9 +252,41 @@ def test_out_of_memory_before_any_row_compacts_the_table_once(home):
     flaky = OutOfMemoryOnce(con)
     assert local.run(flaky, 'clusterproof_results | count').rows == expected
     assert flaky.failed
-    assert con.execute('SELECT compacted FROM clusterproof_load'
-                       ).fetchall() == [(True,)]
+    assert con.compacted
     # compacted already: a second shortage is the error naming the setting
     again = OutOfMemoryOnce(con)
     with pytest.raises(local.QueryFailed, match=local.MEMORY_VARIABLE):
         local.run(again, 'clusterproof_results | count')
+
+
+class Statements:
+    """A real DuckDB connection that keeps the SQL it is given."""
+
+    def __init__(self, con):
+        self.con, self.seen = con, []
+
+    def execute(self, sql, *args):
+        self.seen.append(sql)
+        return self.con.execute(sql, *args)
+
+    def sql(self, sql, *args, **kwargs):
+        self.seen.append(sql)
+        return self.con.sql(sql, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+def test_a_query_asks_its_connection_for_nothing_but_the_schema(home):
+    """What a connection's queries need of its load (where translations
+    are kept) is kept with it: a translated query runs the schema read and
+    itself, and nothing else."""
+    con = local.connect(home / 'results')
+    text = 'clusterproof_results | count'
+    expected = local.run(con, text).rows           # translated and cached
+    watched = Statements(con)
+    assert local.run(watched, text).rows == expected
+    [schema, *query] = watched.seen
+    assert 'information_schema' in schema
+    assert len(query) == 2 and query[0] == query[1]  # its relation, its rows
+    assert 'clusterproof_results' in query[0]

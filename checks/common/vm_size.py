@@ -10,11 +10,12 @@ CLUSTERPROOF_IMDS_URL, else IMDS itself on Azure; the sandbox asks only when
 the variable is set). ``%n`` in it stands for the node's Slurm name, for
 stand-ins that serve several fake nodes from one host.
 
-IMDS answers for the VM that asks, so every node asks for itself: the batch
-script on the job's first node (VM_SIZE_FILE), and on Slurm, in a job of
-several nodes, one ``srun --overlap`` step with a task on each node, each
-writing ``VM_SIZES_DIR/<node>.txt`` (https://slurm.schedmd.com/srun.html,
-``--overlap``). Elsewhere (PBS) only the first node's size is known.
+IMDS answers for the VM that asks, so every node asks for itself, once: on
+Slurm, in a job of several nodes, one ``srun --overlap`` step with a task on
+each node, each writing ``VM_SIZES_DIR/<node>.txt``
+(https://slurm.schedmd.com/srun.html, ``--overlap``); in a one-node job (or
+when that step fails) the batch script, on the job's first node
+(VM_SIZE_FILE). Elsewhere (PBS) only the first node's size is known.
 
 A node whose size is not the partition's declared SKU is a mismatch: in a
 job that measures its nodes together the job's results are informational
@@ -55,14 +56,19 @@ def record_command(url: str) -> str:
 
 
 def record_every_node_command(url: str) -> str:
-    """Shell that, in a Slurm job of several nodes, has every node write
-    its own VM size to VM_SIZES_DIR/<node>.txt; never fails the job."""
+    """Shell that has every node of a Slurm job ask once: in a job of
+    several nodes each writes its own VM size to VM_SIZES_DIR/<node>.txt
+    (the batch script's node among them, not asked again), in a one-node
+    job (or when that step fails) the batch script's node writes
+    VM_SIZE_FILE; never fails the job."""
     ask = _ask(url, f'{VM_SIZES_DIR}/{_NODE_NAME}.txt')
+    first = record_command(url)
     return (f'if [ "${{SLURM_JOB_NUM_NODES:-1}}" -gt 1 ]; then '
             f'mkdir -p {VM_SIZES_DIR} && srun --overlap '
             f'--nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" '
             f'--ntasks-per-node=1 '
-            f'sh -c {shlex.quote(ask)} >/dev/null 2>&1 || true; fi')
+            f'sh -c {shlex.quote(ask)} >/dev/null 2>&1 || {first}; '
+            f'else {first}; fi')
 
 
 def parse_vm_size(text: str) -> str:
@@ -141,11 +147,12 @@ class VmSize(rfm.RegressionTestPlugin):
         url = self.current_partition.extras.get('vm_size_url')
         if self.is_local() or not url:
             return
-        lines = [record_command(url)]
         if self.job.scheduler.registered_name in SLURM:
-            lines.append(record_every_node_command(url))
+            line = record_every_node_command(url)
             self.keep_files.append(VM_SIZES_DIR)
-        self.prerun_cmds[0:0] = lines  # before any cd
+        else:
+            line = record_command(url)
+        self.prerun_cmds[0:0] = [line]  # before any cd
         self.keep_files.append(VM_SIZE_FILE)
 
     @run_after('run')

@@ -6,7 +6,7 @@ a node, 'warn' ones included (thermal slowdown), is named in the verdict of
 the check that failed beside it."""
 from __future__ import annotations
 
-from .verdicts import FAIL, WHOLE_PARTITION, Finding
+from .findings import FAIL, WHOLE_PARTITION, Finding
 
 SEVERITY_FAIL = 'fail'
 

@@ -14,7 +14,7 @@ from scripts.judging import baseline, common_mode, peers
 
 from . import summary
 from .plan import scope_of
-from .verdicts import (FAIL, NOT_MEASURED, PEERS, SITE_BASELINE,
+from .findings import (FAIL, NOT_MEASURED, PEERS, SITE_BASELINE,
                        WHOLE_PARTITION, Finding)
 
 JUDGED_SCOPES = ('node', 'pair')

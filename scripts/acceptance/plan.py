@@ -41,6 +41,13 @@ FANOUT_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck',
                  'HplSpackCheck', 'HpcgCheck', 'HpcgSpackCheck', 'HpccNode',
                  'NcclSingleNode', 'PerftestLoopback')
 SINGLE_NODE_CHECKS = tuple(c for c in NODE_CHECKS if c not in FANOUT_CHECKS)
+#: Checks whose valid_systems is ['+gpu'] (checks/gpu/nccl.py NcclBase,
+#: checks/gpu/nvlink_fabric.py): ReFrame makes no test case of them on a
+#: partition without the 'gpu' feature.
+GPU_CHECKS = ('NcclSingleNode', 'NcclMultiNode', 'NvlinkFabric')
+#: Skips itself on every node of a partition whose extras do not say
+#: multi-node NVLink (checks/gpu/nvlink_fabric.py only_on_nvlink_racks).
+NVLINK_CHECK = 'NvlinkFabric'
 #: Pair checks that run once per pair of a batch job (fan_group_size 2).
 #: (PerftestPair runs its script once per pair, from the batch shell.)
 PAIR_FANOUT_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack',
@@ -219,22 +226,43 @@ class Phase:
         return options + list(self.options)
 
 
+def left_out(partition: dict) -> tuple[str, ...]:
+    """The node checks that cannot run on a partition (its configuration),
+    as the checks themselves decide: GPU_CHECKS without the 'gpu' feature
+    their '+gpu' asks for (no test case: a session of them alone held none,
+    ~2 s each on HBv4), NVLINK_CHECK without multi-node NVLink (a skip on
+    every node, which would make every node not measured)."""
+    gpus = 'gpu' in partition.get('features', ())
+    mnnvl = partition.get('extras', {}).get('nccl_multinode_fabric') == \
+        'mnnvl'
+    return tuple(c for c in NODE_CHECKS
+                 if (c in GPU_CHECKS and not gpus)
+                 or (c == NVLINK_CHECK and not mnnvl))
+
+
 def phases(system: str, partition: str, nodes: list[str] | None,
-           node_batch: int = NODE_BATCH) -> list[Phase]:
+           node_batch: int = NODE_BATCH,
+           leaving_out: tuple[str, ...] = ()) -> list[Phase]:
     """The sessions of one partition; nodes None = the scheduler cannot
     list them (not Slurm): everything runs once, unpinned. *node_batch*:
     nodes (or ring pairs) per job of the fan-out checks (1 = one job per
-    node or pair for all)."""
+    node or pair for all). *leaving_out* (left_out): node checks not
+    planned, and no session when none of its checks is left."""
     if nodes is None:
         return [Phase(system, partition, 'unpinned')]
+
+    def kept(names):
+        return tuple(c for c in names if c not in leaving_out)
     singles = [(node,) for node in nodes]
     if node_batch > 1:
         found = _batched(system, partition, 'node', batches(nodes, node_batch),
-                         names=FANOUT_CHECKS)
-        found += _batched(system, partition, 'node', singles, tag='one',
-                          names=SINGLE_NODE_CHECKS)
+                         names=kept(FANOUT_CHECKS))
+        if kept(SINGLE_NODE_CHECKS):
+            found += _batched(system, partition, 'node', singles, tag='one',
+                              names=kept(SINGLE_NODE_CHECKS))
     else:
-        found = _batched(system, partition, 'node', singles)
+        found = _batched(system, partition, 'node', singles,
+                         names=kept(NODE_CHECKS) if leaving_out else ())
     pairs = ring_pairs(nodes)
     if pairs and node_batch > 1:
         found += _batched(system, partition, 'pair',

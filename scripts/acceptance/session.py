@@ -16,6 +16,7 @@ from scripts.judging import baseline, peers
 from . import (block_topology, confirm, health, judge, nvlink, plan, repair,
                resume, sku_mismatch, slurm, summary, verdicts)
 from . import power_up as powering
+from .findings import PEERS, SITE_BASELINE
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'config' / 'config.py'
@@ -166,8 +167,7 @@ def _read_report(report: Path, returncode: int, log: Path) -> dict:
                         f'(exit {returncode}); see {log}') from None
 
 
-REFERENCE_WORDS = {verdicts.PEERS: "peers' median",
-                   verdicts.SITE_BASELINE: 'site baseline'}
+REFERENCE_WORDS = {PEERS: "peers' median", SITE_BASELINE: 'site baseline'}
 
 
 def _drain_reason(verdict: verdicts.NodeVerdict) -> str:
@@ -271,13 +271,12 @@ def _inventory(options: Options, say):
             started[fullname] = starting
         usable = [n for n, s in states.items()
                   if slurm.is_usable(s) or n in starting]
+        planned = plan.phases(system, part['name'], usable,
+                              options.node_batch, plan.left_out(part))
         if options.resume:   # only its drained nodes, nothing else
-            phases += [p for p in plan.phases(system, part['name'], usable,
-                                              options.node_batch)
-                       if usable and p.scope != 'whole']
+            phases += [p for p in planned if usable and p.scope != 'whole']
             continue
-        phases += plan.phases(system, part['name'], usable,
-                              options.node_batch)
+        phases += planned
     if started:
         notes += powering.cost_lines(started, nodes,
                                      powering.read_suspend_time_s())

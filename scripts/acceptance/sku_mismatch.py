@@ -5,7 +5,8 @@ results were informational, so the node is not measured against its
 partition's references, never bad."""
 from __future__ import annotations
 
-from .verdicts import NOT_MEASURED, Finding, case_nodes, check_label
+from .findings import NOT_MEASURED, Finding
+from .verdicts import case_nodes, check_label
 
 
 def findings(cases: list[dict]) -> list[Finding]:

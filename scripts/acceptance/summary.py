@@ -8,8 +8,9 @@ from pathlib import Path
 
 from config.results import records, store
 
-from .verdicts import (FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
-                       POWERED_DOWN, WHOLE_PARTITION, Finding, NodeVerdict)
+from .findings import (FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
+                       POWERED_DOWN, WHOLE_PARTITION, Finding)
+from .verdicts import NodeVerdict
 
 COLUMNS = ('node', 'check', 'metric', 'value', 'reference', 'verdict',
            'reason')

@@ -14,19 +14,12 @@ from dataclasses import dataclass, field
 from checks.common import site_baseline
 from config.results import records
 
+from . import health
+from .findings import (BAD, FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
+                       POWERED_DOWN, POWERED_DOWN_REASON, PUBLISHED, SUSPECT,
+                       WHOLE_PARTITION, Finding)
 from .plan import scope_of
 from .slurm import is_powered_down, is_usable
-
-PASS, FAIL, NOT_MEASURED = 'pass', 'fail', 'not_measured'
-PUBLISHED, SITE_BASELINE, PEERS = 'published', 'site_baseline', 'peers'
-BAD, SUSPECT, GOOD = 'bad', 'suspect', 'good'
-#: A node Slurm keeps powered off that this run did not start: not bad,
-#: not broken, not measured either.
-POWERED_DOWN = 'powered_down'
-POWERED_DOWN_REASON = 'powered down; `--power-up` to include'
-# Worst first: the order of the summary.
-NODE_VERDICTS = (BAD, SUSPECT, NOT_MEASURED, POWERED_DOWN, GOOD)
-WHOLE_PARTITION = '*'
 
 # Phases in which the tool ran and its output was judged.
 MEASURED_PHASES = {'sanity', 'performance'}
@@ -36,39 +29,6 @@ _SCHEDULER_TROUBLE = ('job scheduler error', 'spawned process error',
                       'cancelled by user', 'aborted due to')
 _SKIP_LINE = re.compile(r'\bSKIP\s*\]\s*\(\s*\d+/\d+\)\s.*?/([0-9a-f]{8})\s'
                         r'@\S+\s\[(.*)\]\s*$')
-
-
-@dataclass
-class Finding:
-    """One node's outcome for one check (and metric, where there is one)."""
-    node: str
-    partition: str
-    check: str
-    verdict: str
-    scope: str = 'node'
-    metric: str | None = None
-    value: float | None = None
-    unit: str | None = None
-    reference: float | None = None
-    reason: str = ''
-    partner: str | None = None
-    jobid: str | None = None
-    attempts: int = 1
-    blamed_on_partner: bool = False
-    #: what judged it: 'published', 'site_baseline' or 'peers' (None: the
-    #: tool's own error, or not judged)
-    basis: str | None = None
-    #: the stored row it judges (its record_id), where one is known
-    record_id: str | None = None
-    #: why this failure is not the node's ('' = it is): shared by most of
-    #: the partition (common_mode.py), or passed when measured again
-    #: (--confirm)
-    set_aside: str = ''
-    #: the verdict of each confirmation run (--confirm), in order
-    confirmations: list = field(default_factory=list)
-
-    def as_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -272,7 +232,6 @@ def case_findings(case: dict, skipped: dict[str, str]) -> list[Finding]:
                                   f"{finding.attempts})").strip()
         found += metrics
     # health around the run (scripts/acceptance/health.py)
-    from . import health
     health.name_concurrent(found, case)
     return found + health.node_findings(case, base)
 

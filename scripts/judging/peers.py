@@ -30,6 +30,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from scripts.query import library
+
 MAD_SCALE = 1.4826   # x MAD estimates the standard deviation of a normal
 DEFAULT_TOLERANCE = 0.10
 DEFAULT_Z_LIMIT = 3.5
@@ -223,12 +225,7 @@ def judge_rows(rows, rules: Rules = Rules()) -> list[Judgement]:
 
 def kql_with_rule(text: str, rule: Rule) -> str:
     """node_outliers.kql with this rule's settings in its `let` lines."""
-    values = {'min_peers': f'{rule.min_peers:d}',
-              'max_worse_pct': f'{100 * rule.tolerance!r}',
-              'max_robust_z': f'{float(rule.z_limit)!r}'}
-    for name, value in values.items():
-        text, count = re.subn(rf'^let {name} = [^;]*;', f'let {name} = {value};',
-                              text, count=1, flags=re.M)
-        if count != 1:
-            raise ValueError(f'node_outliers has no `let {name}`')
-    return text
+    return library.with_settings(
+        text, min_peers=f'{rule.min_peers:d}',
+        max_worse_pct=f'{100 * rule.tolerance!r}',
+        max_robust_z=f'{float(rule.z_limit)!r}')

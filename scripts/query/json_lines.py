@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-RULES = 1
+RULES = 2            # 2: folders named key=value are not read as columns
 # Kusto column type -> the DuckDB type that duckdb-kql reads back as it.
 DUCKDB_TYPES = {'datetime': 'TIMESTAMPTZ', 'string': 'VARCHAR',
                 'real': 'DOUBLE', 'int': 'INTEGER', 'long': 'BIGINT',
@@ -61,11 +61,15 @@ def read(con, table: str, columns: list[dict], files: list[str]) -> dict:
                          for c in columns)
     # An unreadable line (a torn last line of a session still writing, or
     # killed) reads as a row of nulls; every real row has a record_id.
+    # hive_partitioning: DuckDB otherwise takes a folder of the path named
+    # key=value as a column key, over the file's own (https://duckdb.org/
+    # docs/stable/data/partitioning/hive_partitioning).
     con.execute(
         f'CREATE OR REPLACE TEMP TABLE "{table}" AS SELECT '
         f'{", ".join(_finite(c) for c in columns)}, filename FROM '
         f'read_json({sql_list(files)}, columns={{{declared}}}, '
-        "format='newline_delimited', ignore_errors=true, filename=true)")
+        "format='newline_delimited', ignore_errors=true, filename=true, "
+        'hive_partitioning=false)')
     lost = dict(con.execute(
         f'SELECT filename, count(*) FROM "{table}" WHERE record_id IS NULL '
         'GROUP BY filename').fetchall())

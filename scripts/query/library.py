@@ -115,10 +115,31 @@ def base_after_dedupe(filters: Filters | None = None) -> str:
     return text.replace(DEDUPE, '', 1)
 
 
+# A setting: a `let` of one line ending in `;` (let min_peers = 4;).
+_SETTING = re.compile(r'^let (\w+) = [^;\n]*;$', re.M)
+
+
+def with_settings(text: str, **values: str) -> str:
+    """*text* with the settings named given these values (KQL literals);
+    each setting must be there, once."""
+    for name, value in values.items():
+        text, count = re.subn(rf'^let {name} = [^;\n]*;$',
+                              f'let {name} = {value};', text, flags=re.M)
+        if count != 1:
+            raise QueryError(f'the query has no one setting `let {name}`')
+    return text
+
+
+def _settings_apart(text: str) -> str:
+    return _SETTING.sub(r'let \1 = ...;', text)
+
+
 def is_shipped(query: Query) -> bool:
-    """A shipped query, or one narrowed from it (outliers_only)."""
+    """A shipped query, maybe with other settings, maybe narrowed by more
+    steps (outliers_only)."""
     original = shipped().get(query.name)
-    return original is not None and query.text.startswith(original.text)
+    return original is not None and _settings_apart(query.text).startswith(
+        _settings_apart(original.text))
 
 
 def narrowed(query: Query, step: str) -> Query:
@@ -129,8 +150,12 @@ def narrowed(query: Query, step: str) -> Query:
 
 
 def outliers_only() -> Query:
-    """node_outliers keeping the outlying nodes only."""
-    return narrowed(shipped()['node_outliers'], '| where outlier')
+    """node_outliers keeping the outlying nodes only: its only_outliers
+    setting on (the groups without a suspect get no deviations), then the
+    outliers kept."""
+    query = shipped()['node_outliers']
+    return narrowed(dataclasses.replace(query, text=with_settings(
+        query.text, only_outliers='true')), '| where outlier')
 
 
 def compose(query: Query, filters: Filters | None = None) -> str:

@@ -34,7 +34,6 @@ from scripts.query.result import QueryFailed, Result, Stream, plain
 _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
                 'INTEGER': 'int', 'HUGEINT': 'long', 'VARCHAR': 'string',
                 'BOOLEAN': 'bool', 'JSON': 'dynamic', 'DATE': 'datetime'}
-_LOAD_NOTES = 'clusterproof_load'
 # A session file last written more than this before a window starts cannot
 # hold a row completed in it (the margin covers clocks that disagree).
 CLOCK_SLACK = dt.timedelta(days=1)
@@ -92,11 +91,55 @@ def _load(con, table: str, columns: list[dict], files, cache) -> int:
     return unreadable
 
 
+class Connection:
+    """A DuckDB connection over the loaded store, with what its queries
+    need to know once: where their translations are kept, what the load
+    found; everything else (execute, sql, ...) is the DuckDB connection's
+    own."""
+
+    def __init__(self, con, cache: Path, unreadable: int,
+                 damaged: list[str]):
+        self.duckdb = con
+        self.cache = cache               # sql_cache's directory
+        self.unreadable = unreadable     # lines that could not be read
+        self.damaged = damaged           # the files that may hold them
+        self.compacted = False
+
+    def __getattr__(self, name):
+        return getattr(self.duckdb, name)
+
+    def compact(self) -> bool:
+        """Writes the loaded table again in one statement, once; False when
+        it was already (nothing more to gain)."""
+        if self.compacted:
+            return False
+        table = records.schema()['table']
+        self.duckdb.execute(f'CREATE TABLE "{table}_compact" AS SELECT * '
+                            f'FROM "{table}"')
+        self.duckdb.execute(f'DROP TABLE "{table}"')
+        self.duckdb.execute(f'ALTER TABLE "{table}_compact" RENAME TO '
+                            f'"{table}"')
+        self.compacted = True
+        return True
+
+
+def _damaged(files, cache: parquet_cache.Cache,
+             unreadable: int) -> list[str]:
+    """Of *files* ((path, stat) pairs, in their order), those that may hold
+    the *unreadable* lines: each whose cache entry counts some, and, when
+    the entries do not account for them all, each read without an entry
+    (a session still writing, or a cache that cannot be written)."""
+    found = [(path, cache.find(path, stat)) for path, stat in files]
+    uncounted = unreadable > sum(entry[1] for _, entry in found if entry)
+    return [path for path, entry in found
+            if (entry[1] > 0 if entry else uncounted)]
+
+
 def connect(results_dir: Path | None = None, reading: Reading = Reading(),
             filters: library.Filters | None = None):
-    """A DuckDB connection with the store's rows (those *reading* asks for)
-    as ReFrameResults_CL, each record once, and clusterproof_results: the
-    base query (with *filters*) over it."""
+    """A Connection with the store's rows (those *reading* asks for) as
+    ReFrameResults_CL, each record once, and clusterproof_results: the base
+    query (with *filters*) over it."""
     schema = records.schema()
     con = duckdb_kql.connect()
     results_dir = results_dir or store.results_dir()
@@ -105,10 +148,8 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     files = _stored(results_dir, reading.start)
     entries = parquet_cache.Cache(results_dir, schema['columns'])
     unreadable = _load(con, schema['table'], columns, files, entries)
-    cache = sql_cache.directory(results_dir)
-    con.execute(f'CREATE TABLE {_LOAD_NOTES} AS SELECT {int(unreadable)} '
-                f'AS unreadable, {_sql_string(str(cache))} AS cache, '
-                'false AS compacted')
+    con = Connection(con, sql_cache.directory(results_dir), unreadable,
+                     _damaged(files, entries, unreadable))
     sql, _ = _translated(con, library.base_after_dedupe(), None)
     where = _filter_conditions(filters)
     if where:
@@ -145,38 +186,66 @@ def memory_limit() -> str:
 def _bound_memory(con, results_dir: Path) -> None:
     """Spills go beside the store (cache/duckdb), never to the current
     directory (DuckDB's default for an in-memory database); one thread per
-    GiB of the limit (threads_for)."""
+    GiB of the limit (threads_for). A limit DuckDB refuses is its error,
+    naming the variable."""
     spill = sql_cache.directory(results_dir).parent / 'duckdb'
-    con.execute(f'SET memory_limit = {_sql_string(memory_limit())}')
+    limit = memory_limit()
+    try:
+        con.execute(f'SET memory_limit = {_sql_string(limit)}')
+    except duckdb.Error as err:
+        raise QueryFailed(f'{MEMORY_VARIABLE}={limit}: {err}') from None
     con.execute(f'SET temp_directory = {_sql_string(str(spill))}')
-    limit, cores = con.execute("SELECT current_setting('memory_limit'), "
-                               "current_setting('threads')").fetchall()[0]
-    con.execute(f'SET threads = {threads_for(limit, int(cores))}')
+    cores = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    threads = threads_for(memory_bytes(limit), int(cores))
+    con.execute(f'SET threads = {threads}')
 
 
-_SIZE = re.compile(r'^([0-9.]+)\s*(bytes|KiB|MiB|GiB|TiB|PiB)$')
-_POWERS = {'bytes': 0, 'KiB': 1, 'MiB': 2, 'GiB': 3, 'TiB': 4, 'PiB': 5}
+# DuckDB's units for memory_limit (the setting: https://duckdb.org/docs/2.0/
+# configuration/overview, "SET memory_limit = '10GB'"), as DuckDB 2.0.1 names
+# them when it refuses one (SET memory_limit = '1000000000'): "KB, MB, GB, TB
+# for 1000^i units or KiB, MiB, GiB, TiB for 1024^i units" (its parser:
+# duckdb/duckdb src/main/config.cpp DBConfig::ParseMemoryLimit, commit
+# 0024da969a6b6221ad1c77cb0b5535867d5aaa52), in any case; B is bytes.
+_UNITS = {'b': 1, 'kb': 1000, 'mb': 1000 ** 2, 'gb': 1000 ** 3,
+          'tb': 1000 ** 4, 'kib': 1024, 'mib': 1024 ** 2, 'gib': 1024 ** 3,
+          'tib': 1024 ** 4}
+_SIZE = re.compile(r'\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]+)\s*',
+                   re.IGNORECASE)
 
 
-def threads_for(limit: str, cores: int) -> int:
-    """Threads for a memory limit as DuckDB states it ('610.3 MiB'): one per
-    whole GiB, at least one, at most *cores*. Each thread holds hash tables
-    and sort runs of its own: at the 640MB default with two threads,
-    node_outliers --all ran out of memory in its final sort and the
-    outliers alone spilled twice as much. DuckDB's guide: "Aim for 1-4 GB
-    memory per thread", 125 MB at the least
+def memory_bytes(limit: str) -> int:
+    """The bytes of a memory limit such as 640MB, 2GB or 1GiB (MB is 1000^2
+    bytes, MiB 2^20); the form DuckDB also takes but this does not (a
+    percentage, none, a unit's full name) says what it takes."""
+    size = _SIZE.fullmatch(limit)
+    if not size or size.group(2).lower() not in _UNITS:
+        raise QueryFailed(
+            f'{MEMORY_VARIABLE}={limit}: give a number and a unit, e.g. '
+            '640MB, 2GB or 1GiB (KB, MB, GB, TB are 1000^i bytes; KiB, '
+            'MiB, GiB, TiB 1024^i)')
+    return int(float(size.group(1)) * _UNITS[size.group(2).lower()])
+
+
+def threads_for(limit: int, cores: int) -> int:
+    """Threads for a memory limit of *limit* bytes: one per whole GiB, at
+    least one, at most *cores*. Each thread holds hash tables and sort runs
+    of its own: at the 640MB default with two threads, node_outliers --all
+    ran out of memory in its final sort and the outliers alone spilled
+    twice as much. DuckDB's guide: "Aim for 1-4 GB memory per thread", 125
+    MB at the least
     (https://duckdb.org/docs/2.0/guides/performance/environment)."""
-    size = _SIZE.match(limit.strip())
-    if not size:
-        return 1
-    gib = float(size.group(1)) * 1024 ** _POWERS[size.group(2)] / 2 ** 30
-    return max(1, min(cores, int(gib)))
+    return max(1, min(cores, limit // 2 ** 30))
 
 
-def unreadable_lines(con) -> int:
+def unreadable_lines(con: Connection) -> int:
     """How many stored lines could not be read as a row."""
-    return con.execute(f'SELECT unreadable FROM {_LOAD_NOTES}'
-                       ).fetchall()[0][0]
+    return con.unreadable
+
+
+def damaged_files(con: Connection) -> list[str]:
+    """The session files that may hold those lines, for the store's own
+    reader to name them (line by line) without reading every file again."""
+    return con.damaged
 
 
 def _kusto_type(duckdb_type) -> str:
@@ -192,17 +261,15 @@ def _translated(con, kql: str, now: dt.datetime | None):
     """(SQL, parameters) for *kql* on *con*: from the cache when this text
     was translated before for the same columns, else by duckdb-kql."""
     tables = duckdb_kql.engine.schema(con)
-    where = Path(con.execute(f'SELECT cache FROM {_LOAD_NOTES}'
-                             ).fetchall()[0][0])
     moment = now or dt.datetime.now(dt.timezone.utc)
-    cached = sql_cache.lookup(where, kql, tables)
+    cached = sql_cache.lookup(con.cache, kql, tables)
     if cached is not None:
         sql, clock = cached
         return sql, sql_cache.clock_parameters(clock, moment)
     translated = duckdb_kql.to_sql(kql, schema=tables, query_now=moment)
     if translated.unbound:
         raise duckdb_kql.KqlSchemaError(', '.join(translated.unbound))
-    sql_cache.store_translation(where, kql, tables, translated, moment)
+    sql_cache.store_translation(con.cache, kql, tables, translated, moment)
     return str(translated), dict(translated.parameters)
 
 
@@ -251,24 +318,10 @@ def _first_chunk(con, sql, parameters, chunk_rows):
         cursor = con.execute(sql, parameters or None)
         return cursor, cursor.fetchmany(chunk_rows)
     except duckdb.OutOfMemoryException:
-        if not _compacted(con):
+        if not con.compact():
             raise
     cursor = con.execute(sql, parameters or None)
     return cursor, cursor.fetchmany(chunk_rows)
-
-
-def _compacted(con) -> bool:
-    """Rewrites the loaded table once per connection; False when it was
-    already (nothing more to gain)."""
-    table = records.schema()['table']
-    done = con.execute(f'SELECT compacted FROM {_LOAD_NOTES}').fetchall()
-    if done[0][0]:
-        return False
-    con.execute(f'CREATE TABLE "{table}_compact" AS SELECT * FROM "{table}"')
-    con.execute(f'DROP TABLE "{table}"')
-    con.execute(f'ALTER TABLE "{table}_compact" RENAME TO "{table}"')
-    con.execute(f'UPDATE {_LOAD_NOTES} SET compacted = true')
-    return True
 
 
 @contextlib.contextmanager

@@ -209,7 +209,8 @@ def _insert_entries(con, table: str, selected: str, cached: list) -> list:
     entries = [str(entry) for _, _, entry, _ in cached]
     try:
         con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
-                    f'read_parquet({json_lines.sql_list(entries)})')
+                    f'read_parquet({json_lines.sql_list(entries)}, '
+                    'hive_partitioning=false)')
         return []
     except duckdb.Error:
         pass                         # find which, one by one
@@ -218,7 +219,7 @@ def _insert_entries(con, table: str, selected: str, cached: list) -> list:
         entry = json_lines.sql_string(str(found[2]))
         try:
             con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
-                        f'read_parquet({entry})')
+                        f'read_parquet({entry}, hive_partitioning=false)')
         except duckdb.Error:
             _remove(found[2])
             failed.append(found)

@@ -62,10 +62,11 @@ class Runner:
         """What the reader should know about the rows it read."""
         if self.workspace or self._con is None:
             return []
-        skipped = _engine('local').unreadable_lines(self._con)
+        engine = _engine('local')
+        skipped = engine.unreadable_lines(self._con)
         if not skipped:
             return []
-        _name_unreadable_lines(self.results_dir)
+        _name_unreadable_lines(engine.damaged_files(self._con))
         return [f'{skipped} line(s) of the local store could not be read '
                 '(a session still writing, or a damaged file) and were left '
                 'out']
@@ -108,12 +109,12 @@ class Runner:
         return _engine('local').stream(con, text, self.now)
 
 
-def _name_unreadable_lines(results_dir: Path | None) -> None:
+def _name_unreadable_lines(paths: list[str]) -> None:
     """One warning per unreadable line, naming file and line, from the
-    store's own reader (read again only when the engine found damage)."""
+    store's own reader: of the files the engine found damaged, alone."""
     from config.results import store
-    for path in store.session_files(results_dir, warn=lambda message: None):
-        for _ in store.file_rows(path):
+    for path in paths:
+        for _ in store.file_rows(Path(path)):
             pass
 
 

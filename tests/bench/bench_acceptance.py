@@ -1,11 +1,12 @@
 """Benchmark: acceptance planning on a fake Slurm partition of N nodes
 (`sinfo`/`scontrol` stand-ins on PATH); `reframe --dry-run` (the plan's own
 options) of every session of a 1,000-node partition's plan, end to end:
-the node phase's batch jobs and its one-node checks (NvlinkFabric), the
-pair phase, the set and the whole partition, with each session's test
-cases, job scripts, wall and CPU seconds, and the whole plan's total; then
-the share of `--list` spent in ReFrame's deprecation-warning stack walks
-(inspect.stack) under cProfile, for the batch-job node session.
+the node phase's batch jobs and its one-node checks (NvlinkFabric, planned
+only where the partition has GPUs), the pair phase, the set and the whole
+partition, with each session's test cases, job scripts, wall and CPU
+seconds, and the whole plan's total; then the share of `--list` spent in
+ReFrame's deprecation-warning stack walks (inspect.stack) under cProfile,
+for the batch-job node session.
 
     nice -n 10 .venv/bin/python -m tests.bench.bench_acceptance
         [--nodes 1000 10000] [--batch-nodes 1000]

@@ -1,0 +1,51 @@
+"""What acceptance says of a node for one check (a Finding) and the words
+it says it in: the verdicts of a finding and of a node, and what judged it.
+verdicts.py decides them from ReFrame's run report; health.py, judge.py,
+confirm.py, repair.py and the summary read and add to them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PASS, FAIL, NOT_MEASURED = 'pass', 'fail', 'not_measured'
+PUBLISHED, SITE_BASELINE, PEERS = 'published', 'site_baseline', 'peers'
+BAD, SUSPECT, GOOD = 'bad', 'suspect', 'good'
+#: A node Slurm keeps powered off that this run did not start: not bad,
+#: not broken, not measured either.
+POWERED_DOWN = 'powered_down'
+POWERED_DOWN_REASON = 'powered down; `--power-up` to include'
+# Worst first: the order of the summary.
+NODE_VERDICTS = (BAD, SUSPECT, NOT_MEASURED, POWERED_DOWN, GOOD)
+WHOLE_PARTITION = '*'
+
+
+@dataclass
+class Finding:
+    """One node's outcome for one check (and metric, where there is one)."""
+    node: str
+    partition: str
+    check: str
+    verdict: str
+    scope: str = 'node'
+    metric: str | None = None
+    value: float | None = None
+    unit: str | None = None
+    reference: float | None = None
+    reason: str = ''
+    partner: str | None = None
+    jobid: str | None = None
+    attempts: int = 1
+    blamed_on_partner: bool = False
+    #: what judged it: 'published', 'site_baseline' or 'peers' (None: the
+    #: tool's own error, or not judged)
+    basis: str | None = None
+    #: the stored row it judges (its record_id), where one is known
+    record_id: str | None = None
+    #: why this failure is not the node's ('' = it is): shared by most of
+    #: the partition (common_mode.py), or passed when measured again
+    #: (--confirm)
+    set_aside: str = ''
+    #: the verdict of each confirmation run (--confirm), in order
+    confirmations: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
