@@ -194,7 +194,11 @@ def test_memory_is_bounded_and_spills_beside_the_store(home, monkeypatch):
 @pytest.mark.parametrize('limit, expected', [
     ('640MB', 640 * 1000 ** 2), ('2GB', 2 * 1000 ** 3), ('1GiB', 2 ** 30),
     ('1.5 gb', 1500 * 1000 ** 2), ('512MiB', 512 * 2 ** 20),
-    ('100KB', 100_000), ('2TiB', 2 * 2 ** 40), ('700000000b', 700_000_000)])
+    ('100KB', 100_000), ('2TiB', 2 * 2 ** 40), ('700000000b', 700_000_000),
+    # DuckDB's letters and names for the 1000^i units (Slurm's --mem=4G)
+    ('4G', 4 * 1000 ** 3), ('640M', 640 * 1000 ** 2), ('1gigabyte', 1000 ** 3),
+    ('3 megabytes', 3 * 1000 ** 2), ('2048k', 2_048_000), ('1t', 1000 ** 4),
+    ('90000000 bytes', 90_000_000)])
 def test_a_memory_limit_reads_as_duckdb_reads_it(limit, expected):
     """The bytes clusterproof counts threads from are those DuckDB holds to:
     its own formatting of the limit set is that of the bytes read."""

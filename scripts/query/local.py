@@ -203,20 +203,26 @@ def _bound_memory(con, results_dir: Path) -> None:
 # DuckDB's units for memory_limit (the setting: https://duckdb.org/docs/2.0/
 # configuration/overview, "SET memory_limit = '10GB'"), as DuckDB 2.0.1 names
 # them when it refuses one (SET memory_limit = '1000000000'): "KB, MB, GB, TB
-# for 1000^i units or KiB, MiB, GiB, TiB for 1024^i units" (its parser:
-# duckdb/duckdb src/main/config.cpp DBConfig::ParseMemoryLimit, commit
-# 0024da969a6b6221ad1c77cb0b5535867d5aaa52), in any case; B is bytes.
-_UNITS = {'b': 1, 'kb': 1000, 'mb': 1000 ** 2, 'gb': 1000 ** 3,
-          'tb': 1000 ** 4, 'kib': 1024, 'mib': 1024 ** 2, 'gib': 1024 ** 3,
-          'tib': 1024 ** 4}
+# for 1000^i units or KiB, MiB, GiB, TiB for 1024^i units", in any case; its
+# parser (duckdb/duckdb src/main/config.cpp DBConfig::ParseMemoryLimit, commit
+# 0024da969a6b6221ad1c77cb0b5535867d5aaa52) also takes each 1000^i unit by
+# its letter and its name (4G, 640M, 1gigabyte), and b, byte, bytes.
+_UNITS = {'kib': 1024, 'mib': 1024 ** 2, 'gib': 1024 ** 3, 'tib': 1024 ** 4,
+          **{spelling: 1000 ** power
+             for power, names in enumerate((
+                 ('b', 'byte', 'bytes'), ('k', 'kb', 'kilobyte', 'kilobytes'),
+                 ('m', 'mb', 'megabyte', 'megabytes'),
+                 ('g', 'gb', 'gigabyte', 'gigabytes'),
+                 ('t', 'tb', 'terabyte', 'terabytes')))
+             for spelling in names}}
 _SIZE = re.compile(r'\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]+)\s*',
                    re.IGNORECASE)
 
 
 def memory_bytes(limit: str) -> int:
-    """The bytes of a memory limit such as 640MB, 2GB or 1GiB (MB is 1000^2
-    bytes, MiB 2^20); the form DuckDB also takes but this does not (a
-    percentage, none, a unit's full name) says what it takes."""
+    """The bytes of a memory limit such as 640MB, 4G or 1GiB (MB is 1000^2
+    bytes, MiB 2^20); a form DuckDB also takes but this does not (a
+    percentage, none) says what it takes."""
     size = _SIZE.fullmatch(limit)
     if not size or size.group(2).lower() not in _UNITS:
         raise QueryFailed(
