@@ -68,6 +68,45 @@ def test_a_warm_load_reads_the_entries_alone(home, monkeypatch):
     assert stored(home) == cold
 
 
+def test_the_rows_are_read_in_place_not_held(home, monkeypatch):
+    """Warm, a settled session's rows stay in its entry: the connection
+    holds none of them, only a view over the entries."""
+    stored(home)
+    con = local.connect(home / 'results')
+    assert con.execute("SELECT table_type FROM information_schema.tables "
+                       "WHERE table_name = 'ReFrameResults_CL'"
+                       ).fetchall() == [('VIEW',)]
+    # the rows read from JSON lines (none), the older copy of the record
+    # stored twice
+    assert dict(con.execute('SELECT table_name, estimated_size FROM '
+                            'duckdb_tables()').fetchall()) == \
+        {'_clusterproof_lines': 0, '_clusterproof_older_copies': 1}
+    assert con.execute('SELECT count(*) FROM "ReFrameResults_CL"'
+                       ).fetchall()[0][0] > 0
+
+
+def test_a_record_stored_again_by_a_session_still_writing(home):
+    """The copy results.kql's arg_max keeps (the later TimeGenerated) is
+    kept, one from an entry and one from JSON lines alike, cold and warm."""
+    [first, second, *_] = session_files(home)
+    row = json.loads(first.read_text().splitlines()[0])
+    later = dict(row, check_perf_value=-1.0,
+                 TimeGenerated='2030-01-01T00:00:00+00:00')
+    now = time.time()
+    append(second, json.dumps(later) + '\n', when=now)   # still writing
+    for _ in ('cold', 'warm'):
+        kept = [r for r in stored(home) if r[0] == row['record_id']]
+        assert [r[1] for r in kept] == [-1.0]
+    append(second, '', when=SETTLED_AT)                    # settled
+    append(first, json.dumps(dict(later, check_perf_value=-2.0,
+                                  TimeGenerated='2031-01-01T00:00:00+00:00'))
+           + '\n')
+    for _ in ('cold', 'warm'):
+        kept = [r for r in stored(home) if r[0] == row['record_id']]
+        assert [r[1] for r in kept] == [-2.0]
+    assert len(entries(home)) == 4
+
+
 def test_a_file_still_being_written_is_read_but_not_cached(home):
     [first, *_] = session_files(home)
     now = time.time()

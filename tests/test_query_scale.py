@@ -212,11 +212,12 @@ def test_a_memory_limit_reads_as_duckdb_reads_it(limit, expected):
 
 def test_threads_follow_the_memory_limit():
     gib = 2 ** 30
-    assert local.threads_for(local.memory_bytes('640MB'), 16) == 1
-    assert local.threads_for(local.memory_bytes('4GB'), 16) == 3  # 3.7 GiB
-    assert local.threads_for(local.memory_bytes('4GiB'), 16) == 4
+    assert local.threads_for(local.memory_bytes('640MB'), 16) == 2
+    assert local.threads_for(local.memory_bytes('640MB'), 1) == 1
+    assert local.threads_for(local.memory_bytes('639MB'), 16) == 1
+    assert local.threads_for(local.memory_bytes('300MB'), 16) == 1
+    assert local.threads_for(local.memory_bytes('4GiB'), 16) == 13
     assert local.threads_for(1000 * gib, 8) == 8
-    assert local.threads_for(gib - 1, 4) == 1
 
 
 @pytest.mark.parametrize('limit, said', [

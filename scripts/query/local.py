@@ -1,17 +1,21 @@
-"""Run KQL on the login node, with no Azure: DuckDB reads the local store's
-JSON lines (a settled session file from its Parquet copy, parquet_cache.py;
-json_lines.py has the rules) into one table shaped like ReFrameResults_CL
-(the columns of bicep/results_schema.json), and duckdb-kql translates the
-query.
+"""Run KQL on the login node, with no Azure: DuckDB reads the local store
+(a settled session file from its Parquet copy, parquet_cache.py; the rest
+from its JSON lines by json_lines.py's rules) as one view shaped like
+ReFrameResults_CL (the columns of bicep/results_schema.json), and
+duckdb-kql translates the query.
 
 The store is read once per connection, and only as much of it as the
 queries of that connection need (a `Reading`): the session files that can
-hold rows of their window, the columns they name. Each record is kept once
-at load (the base's ``arg_max(TimeGenerated, *) by record_id``, done with
-DuckDB's window function, and not at all when record_ids are already
-unique); ``clusterproof_results`` is a view of the rest of results.kql over
-that table, so every query of the connection reads the same deduplicated
-rows. The KQL text sent to Log Analytics is unchanged.
+hold rows of their window, the columns they name. The Parquet copies are
+read in place by every query (no copy of their rows held in memory between
+queries: memory follows the query, not the history); the rows of files
+without a copy are a table. Each record is kept once (the base's
+``arg_max(TimeGenerated, *) by record_id``): the older copies of a record
+stored twice are found at load, with DuckDB's window function, and left out
+by an anti join (nothing to do when record_ids are already unique);
+``clusterproof_results`` is a view of the rest of results.kql, so every
+query of the connection reads the same deduplicated rows. The KQL text sent
+to Log Analytics is unchanged.
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
 CLOCK_SLACK = dt.timedelta(days=1)
 MEMORY_VARIABLE = 'CLUSTERPROOF_QUERY_MEMORY'
 DEFAULT_MEMORY = '640MB'
+THREAD_MEMORY = 320 * 1000 ** 2
 
 
 def stored_files(base: Path, start: dt.datetime | None) -> list[str]:
@@ -72,23 +77,50 @@ def _schema_columns(reading: Reading) -> list[dict]:
             if wanted is None or c['name'] in wanted]
 
 
+# The rows read from JSON lines (the sessions without a cache entry); every
+# stored row with what names it (_src, _pos); the older copies of records
+# stored more than once.
+_LINES = '_clusterproof_lines'
+_ROWS = '_clusterproof_rows'
+_OLDER = '_clusterproof_older_copies'
+
+
 def _load(con, table: str, columns: list[dict], files, cache) -> int:
-    """The rows of *files* ((path, stat) pairs) in *table*, each record
-    once, read through the Parquet *cache*; returns how many lines could not
-    be read as a row."""
-    con.execute(f'CREATE TABLE "{table}" ({json_lines.definitions(columns)})')
-    unreadable = parquet_cache.load(con, table, columns, files, cache)
-    rows, distinct = con.execute(
-        f'SELECT count(*), count(DISTINCT record_id) FROM "{table}"'
-    ).fetchall()[0]
-    if rows != distinct:
-        # at-least-once: keep the copy results.kql's arg_max keeps
-        con.execute(
-            f'DELETE FROM "{table}" WHERE rowid IN (SELECT rowid FROM '
-            f'(SELECT rowid, row_number() OVER (PARTITION BY record_id '
-            f'ORDER BY TimeGenerated DESC) AS copy FROM "{table}") '
-            'WHERE copy > 1)')
+    """The rows of *files* ((path, stat) pairs) as the view *table*, each
+    record once: the Parquet entries of the settled ones, read in place by
+    every query (nothing of them held in memory between queries), and a
+    table of the rest, read from their JSON lines. Returns how many lines
+    could not be read as a row."""
+    con.execute(f'CREATE TABLE "{_LINES}" ({json_lines.definitions(columns)})')
+    entries, unreadable = parquet_cache.load(con, _LINES, columns, files,
+                                             cache)
+    selected = json_lines.names(columns)
+    parts = [f"SELECT {selected}, '' AS _src, rowid AS _pos "
+             f'FROM "{_LINES}"']
+    if entries:
+        parts.insert(0, parquet_cache.reading(entries, selected))
+    con.execute(f'CREATE VIEW "{_ROWS}" AS {" UNION ALL ".join(parts)}')
+    rows = f'SELECT {selected} FROM "{_ROWS}"'
+    if _older_copies(con):
+        rows += f' ANTI JOIN "{_OLDER}" USING (_src, _pos)'
+    con.execute(f'CREATE VIEW "{table}" AS {rows}')
     return unreadable
+
+
+def _older_copies(con) -> int:
+    """At-least-once delivery can store a record twice: the copies that
+    results.kql's arg_max(TimeGenerated, *) would not keep, as a table
+    (none: no table, and the common case costs one pass over record_id)."""
+    repeated = f'SELECT record_id FROM "{_ROWS}" GROUP BY record_id ' \
+        'HAVING count(*) > 1'
+    if not con.execute(f'SELECT count(*) FROM ({repeated})').fetchall()[0][0]:
+        return 0
+    con.execute(
+        f'CREATE TABLE "{_OLDER}" AS SELECT _src, _pos FROM (SELECT _src, '
+        '_pos, row_number() OVER (PARTITION BY record_id ORDER BY '
+        f'TimeGenerated DESC) AS copy FROM "{_ROWS}" WHERE record_id IN '
+        f'({repeated})) WHERE copy > 1')
+    return con.execute(f'SELECT count(*) FROM "{_OLDER}"').fetchall()[0][0]
 
 
 class Connection:
@@ -109,16 +141,17 @@ class Connection:
         return getattr(self.duckdb, name)
 
     def compact(self) -> bool:
-        """Writes the loaded table again in one statement, once; False when
-        it was already (nothing more to gain)."""
+        """Writes the table of rows read from JSON lines again in one
+        statement (in the same order: its row numbers name the copies to
+        leave out), once; False when it was already (nothing more to
+        gain)."""
         if self.compacted:
             return False
-        table = records.schema()['table']
-        self.duckdb.execute(f'CREATE TABLE "{table}_compact" AS SELECT * '
-                            f'FROM "{table}"')
-        self.duckdb.execute(f'DROP TABLE "{table}"')
-        self.duckdb.execute(f'ALTER TABLE "{table}_compact" RENAME TO '
-                            f'"{table}"')
+        self.duckdb.execute(f'CREATE TABLE "{_LINES}_compact" AS SELECT * '
+                            f'FROM "{_LINES}" ORDER BY rowid')
+        self.duckdb.execute(f'DROP TABLE "{_LINES}"')
+        self.duckdb.execute(f'ALTER TABLE "{_LINES}_compact" RENAME TO '
+                            f'"{_LINES}"')
         self.compacted = True
         return True
 
@@ -195,6 +228,8 @@ def _bound_memory(con, results_dir: Path) -> None:
     except duckdb.Error as err:
         raise QueryFailed(f'{MEMORY_VARIABLE}={limit}: {err}') from None
     con.execute(f'SET temp_directory = {_sql_string(str(spill))}')
+    # Every query of a connection reads the same Parquet entries again.
+    con.execute("SET parquet_metadata_cache = true")
     cores = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     threads = threads_for(memory_bytes(limit), int(cores))
     con.execute(f'SET threads = {threads}')
@@ -233,14 +268,16 @@ def memory_bytes(limit: str) -> int:
 
 
 def threads_for(limit: int, cores: int) -> int:
-    """Threads for a memory limit of *limit* bytes: one per whole GiB, at
-    least one, at most *cores*. Each thread holds hash tables and sort runs
-    of its own: at the 640MB default with two threads, node_outliers --all
-    ran out of memory in its final sort and the outliers alone spilled
-    twice as much. DuckDB's guide: "Aim for 1-4 GB memory per thread", 125
-    MB at the least
+    """Threads for a memory limit of *limit* bytes: one per THREAD_MEMORY
+    (two at the 640MB default), at least one, at most *cores*. Each thread
+    holds hash tables and sort runs of its own. The rows are read in place
+    from the Parquet entries, not held in memory: at 1M rows and 640MB, two
+    threads ran node_outliers --all (988,740 rows) in 733 MiB and the report
+    in half the time of one. While a loaded table held the rows, two
+    threads at 640MB ran out of memory in --all's final sort. DuckDB's
+    guide: "Aim for 1-4 GB memory per thread", 125 MB at the least
     (https://duckdb.org/docs/2.0/guides/performance/environment)."""
-    return max(1, min(cores, limit // 2 ** 30))
+    return max(1, min(cores, limit // THREAD_MEMORY))
 
 
 def unreadable_lines(con: Connection) -> int:

@@ -1,6 +1,7 @@
 """Each settled session file's rows kept as Parquet under
 $CLUSTERPROOF_HOME/cache/parquet/, so that a query reads the columns it
 names from a fraction of the bytes instead of parsing every JSON line again.
+Queries read the entries in place (local.py's view over them).
 
 A session file only grows while its session runs, and a closed session's
 file never changes. An entry holds every schema column of one file, read by
@@ -141,13 +142,15 @@ def _remove(path: Path) -> None:
 
 
 def load(con, table: str, columns: list[dict],
-         files: list[tuple[str, os.stat_result]], cache: Cache) -> int:
-    """Inserts the *columns* of every row of *files* into *table*: from
-    their entries where they have one, else from their JSON lines (keeping
-    an entry of each settled one). Returns the unreadable lines."""
+         files: list[tuple[str, os.stat_result]],
+         cache: Cache) -> tuple[list[str], int]:
+    """The entries to read *files* ((path, stat) pairs) from, and the
+    lines that could not be read as a row. The *columns* of every file
+    without a readable entry are inserted into *table* from its JSON lines
+    (an entry kept of each settled one, and read instead when it was
+    written)."""
     selected = json_lines.names(columns)
-    cached, unreadable = [], 0
-    rest = []
+    cached, rest, unreadable = [], [], 0
     for path, stat in files:
         entry = cache.find(path, stat)
         if entry is None:
@@ -155,9 +158,11 @@ def load(con, table: str, columns: list[dict],
         else:
             cached.append((path, stat, *entry))
             unreadable += entry[1]
-    for path, stat, _, lost in _insert_entries(con, table, selected, cached):
-        rest.append((path, stat))     # unreadable entry: built again
+    failed = _unreadable_entries(con, cached)
+    for path, stat, _, lost in failed:
+        rest.append((path, stat))     # removed: built again
         unreadable -= lost
+    readable = [str(found[2]) for found in cached if found not in failed]
     kept, plain = [], []
     for path, stat in rest:
         if cache.writable and settled(stat):
@@ -165,25 +170,37 @@ def load(con, table: str, columns: list[dict],
         else:
             plain.append(path)
     for batch in _batches(kept):
-        lost = _from_json(con, table, selected, cache.columns,
-                          [path for path, _ in batch])
+        lost = json_lines.read(con, _STAGING, cache.columns,
+                               [path for path, _ in batch])
+        unkept = []
         for path, stat in batch:
             cache.keep(con, path, stat, lost.get(path, 0))
+            entry = cache.find(path, stat)
+            if entry is None:
+                unkept.append(path)
+            else:
+                readable.append(str(entry[0]))
+        if unkept:
+            con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
+                        f'"{_STAGING}" WHERE filename IN '
+                        f'({", ".join(map(json_lines.sql_string, unkept))})')
         unreadable += sum(lost.values())
     if plain:
-        unreadable += sum(_from_json(con, table, selected, columns,
-                                     plain).values())
+        lost = json_lines.read(con, _STAGING, columns, plain)
+        con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
+                    f'"{_STAGING}"')
+        unreadable += sum(lost.values())
     con.execute(f'DROP TABLE IF EXISTS "{_STAGING}"')
-    return unreadable
+    return readable, unreadable
 
 
-def _from_json(con, table: str, selected: str, columns: list[dict],
-               files: list[str]) -> dict:
-    """Stages *columns* of *files* and inserts their rows into *table*;
-    returns each file's unreadable lines."""
-    lost = json_lines.read(con, _STAGING, columns, files)
-    con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM "{_STAGING}"')
-    return lost
+def reading(entries: list[str], selected: str) -> str:
+    """SQL of the *selected* columns of every row of *entries*, with
+    ``_src`` (the entry) and ``_pos`` (the row's place in it), which name a
+    row for deduplication."""
+    return (f'SELECT {selected}, filename AS _src, file_row_number AS _pos '
+            f'FROM read_parquet({json_lines.sql_list(entries)}, '
+            'hive_partitioning=false, filename=true, file_row_number=true)')
 
 
 def _batches(files: list) -> list[list]:
@@ -200,27 +217,27 @@ def _batches(files: list) -> list[list]:
     return batches
 
 
-def _insert_entries(con, table: str, selected: str, cached: list) -> list:
-    """Inserts the rows of the *cached* entries (path, stat, entry,
-    unreadable); returns those that could not be read (removed, to be built
-    again)."""
+def _unreadable_entries(con, cached: list) -> list:
+    """Those of the *cached* entries (path, stat, entry, unreadable) whose
+    Parquet cannot be read (removed, to be built again)."""
     if not cached:
         return []
-    entries = [str(entry) for _, _, entry, _ in cached]
     try:
-        con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
-                    f'read_parquet({json_lines.sql_list(entries)}, '
-                    'hive_partitioning=false)')
+        _count_rows(con, [str(found[2]) for found in cached])
         return []
     except duckdb.Error:
         pass                         # find which, one by one
     failed = []
     for found in cached:
-        entry = json_lines.sql_string(str(found[2]))
         try:
-            con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
-                        f'read_parquet({entry}, hive_partitioning=false)')
+            _count_rows(con, [str(found[2])])
         except duckdb.Error:
             _remove(found[2])
             failed.append(found)
     return failed
+
+
+def _count_rows(con, entries: list[str]) -> int:
+    return con.execute(f'SELECT count(*) FROM read_parquet('
+                       f'{json_lines.sql_list(entries)}, '
+                       'hive_partitioning=false)').fetchall()[0][0]
