@@ -29,7 +29,9 @@ def home(tmp_path):
 
 
 def entries(home) -> list:
-    return sorted(parquet_cache.directory(home / 'results').glob('*.parquet'))
+    """The entries (one per session file), not the packs of them."""
+    return sorted(path for path in parquet_cache.directory(home / 'results')
+                  .glob('*.parquet') if not path.name.startswith('pack-'))
 
 
 def session_files(home) -> list:

@@ -30,7 +30,7 @@ import duckdb_kql
 
 from config.results import records, store
 from scripts.query import (json_lines, library, needs, parquet_cache,
-                           sql_cache)
+                           parquet_packs, sql_cache)
 from scripts.query.json_lines import sql_string as _sql_string
 from scripts.query.needs import Reading
 from scripts.query.result import QueryFailed, Result, Stream, plain
@@ -94,6 +94,7 @@ def _load(con, table: str, columns: list[dict], files, cache) -> int:
     con.execute(f'CREATE TABLE "{_LINES}" ({json_lines.definitions(columns)})')
     entries, unreadable = parquet_cache.load(con, _LINES, columns, files,
                                              cache)
+    entries = parquet_packs.files_to_read(con, cache, entries)
     selected = json_lines.names(columns)
     parts = [f"SELECT {selected}, '' AS _src, rowid AS _pos "
              f'FROM "{_LINES}"']

@@ -49,7 +49,7 @@ def directory(results_dir: Path) -> Path:
     return sql_cache.directory(results_dir).parent / 'parquet'
 
 
-def _key(text: str, length: int) -> str:
+def key(text: str, length: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
@@ -76,8 +76,8 @@ class Cache:
 
     def keys(self, path: str, stat: os.stat_result) -> tuple[str, str]:
         relative = os.path.relpath(path, self.results_dir)
-        return (_key(relative, 24),
-                _key(f'{self.version} {_identity(stat)}', 16))
+        return (key(relative, 24),
+                key(f'{self.version} {_identity(stat)}', 16))
 
     def find(self, path: str, stat: os.stat_result):
         """(entry path, unreadable lines) or None."""
@@ -108,7 +108,7 @@ class Cache:
                         '(FORMAT parquet)')
             os.replace(partial, final)
         except (OSError, duckdb.Error) as err:
-            self._cannot_write(err)
+            self.cannot_write(err)
             _remove(partial)
             return
         for (old_path, old_identity), (old, _) in list(self.entries.items()):
@@ -117,7 +117,7 @@ class Cache:
                 del self.entries[old_path, old_identity]
         self.entries[path_key, identity] = (final, unreadable)
 
-    def _cannot_write(self, err) -> None:
+    def cannot_write(self, err) -> None:
         self.writable = False
         if not _warned:
             _warned.append(err)
@@ -223,21 +223,21 @@ def _unreadable_entries(con, cached: list) -> list:
     if not cached:
         return []
     try:
-        _count_rows(con, [str(found[2]) for found in cached])
+        count_rows(con, [str(found[2]) for found in cached])
         return []
     except duckdb.Error:
         pass                         # find which, one by one
     failed = []
     for found in cached:
         try:
-            _count_rows(con, [str(found[2])])
+            count_rows(con, [str(found[2])])
         except duckdb.Error:
             _remove(found[2])
             failed.append(found)
     return failed
 
 
-def _count_rows(con, entries: list[str]) -> int:
+def count_rows(con, entries: list[str]) -> int:
     return con.execute(f'SELECT count(*) FROM read_parquet('
                        f'{json_lines.sql_list(entries)}, '
                        'hive_partitioning=false)').fetchall()[0][0]
