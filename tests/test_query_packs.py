@@ -3,16 +3,18 @@ reads a few packs instead of an entry per session, each row once, and
 whatever happens to a member (an append, a damaged pack, a window that
 wants part of a pack) the answer is the one the entries give."""
 import datetime as dt
+import json
 import re
 
 import pytest
 
 from scripts.query import library, local, parquet_cache, parquet_packs
 from scripts.query.needs import Reading
+from scripts.query.runner import Runner
 from tests import query_store
 from tests.test_query_cache import (a_row, append, entries, session_files,
                                     stored)
-from tests.test_query_scale import NAMES, as_rows
+from tests.test_query_scale import NAMES, as_rows, everything
 
 
 @pytest.fixture
@@ -90,19 +92,36 @@ def test_an_appended_member_leaves_its_pack(home, small_packs, monkeypatch):
     assert files_read(local.connect(home / 'results')) == ['pack', 'pack']
 
 
-def test_a_window_that_wants_part_of_a_pack_reads_its_entries(
-        home, monkeypatch):
+def test_a_window_reads_each_pack_that_holds_part_of_it(home, monkeypatch):
+    """The last day's window wants one member of the pack (read whole: the
+    query's filters leave the rest out) and the entry left alone."""
     monkeypatch.setattr(parquet_packs, 'PACK_ENTRIES', 3)
     monkeypatch.setattr(parquet_packs, 'PACK_MIN', 3)
     stored(home)
     assert len(packs(home)) == 1                 # 3 entries, 1 left alone
-    # the last day's two sessions: their files were last written 10 hours
+    # the last day's sessions: their files were last written 10 hours
     # before NOW, the first day's a day earlier, beyond the clock's slack
     last_day = query_store.NOW - dt.timedelta(hours=9)
     con = local.connect(home / 'results', Reading(start=last_day))
-    assert files_read(con) == ['entry'] * 2
-    assert con.execute('SELECT count(*) FROM "ReFrameResults_CL"'
-                       ).fetchall()[0][0] > 0
+    assert files_read(con) == ['entry', 'pack']
+    since = library.Filters(since=last_day)
+    runner = Runner(results_dir=home / 'results', now=query_store.NOW,
+                    filters=since)
+    for name in NAMES:
+        assert as_rows(runner.run(name)) == everything(home, name, since), \
+            name
+
+
+def test_a_deleted_session_does_not_come_back_through_its_pack(
+        home, small_packs):
+    before = stored(home)
+    [first, *_] = session_files(home)
+    gone = {json.loads(line)['record_id']
+            for line in first.read_text().splitlines()}
+    first.unlink()                     # its entry stays, as its pack does
+    after = stored(home)
+    assert after == [r for r in before if r[0] not in gone]
+    assert files_read(local.connect(home / 'results')) == ['entry', 'pack']
 
 
 def test_a_damaged_pack_is_removed_and_built_again(home, small_packs):

@@ -56,16 +56,26 @@ def _stored(base: Path, start: dt.datetime | None):
     """(path, stat) of the session files to read. A file's modification
     time is its last append, after every row in it completed; a copy that
     lost its times only makes the file read when it need not be."""
-    since = None if start is None else (start - CLOCK_SLACK).timestamp()
-    kept = []
+    return _within(_every_file(base), start)
+
+
+def _every_file(base: Path):
+    every = []
     for path in store.session_files(base):
         try:
-            stat = path.stat()
+            every.append((str(path), path.stat()))
         except OSError:          # gone since listed: nothing to read
             continue
-        if since is None or stat.st_mtime >= since:
-            kept.append((str(path), stat))
-    return kept
+    return every
+
+
+def _within(files, start: dt.datetime | None):
+    """Those of *files* ((path, stat) pairs) that can hold rows completed
+    since *start*."""
+    if start is None:
+        return files
+    since = (start - CLOCK_SLACK).timestamp()
+    return [(path, stat) for path, stat in files if stat.st_mtime >= since]
 
 
 def _schema_columns(reading: Reading) -> list[dict]:
@@ -85,16 +95,19 @@ _ROWS = '_clusterproof_rows'
 _OLDER = '_clusterproof_older_copies'
 
 
-def _load(con, table: str, columns: list[dict], files, cache) -> int:
-    """The rows of *files* ((path, stat) pairs) as the view *table*, each
-    record once: the Parquet entries of the settled ones, read in place by
-    every query (nothing of them held in memory between queries), and a
-    table of the rest, read from their JSON lines. Returns how many lines
-    could not be read as a row."""
+def _load(con, table: str, columns: list[dict], files, every,
+          cache) -> int:
+    """The rows of *files* ((path, stat) pairs, of *every* session file) as
+    the view *table*, each record once: the Parquet entries of the settled
+    ones, or packs of them, read in place by every query (nothing of them
+    held in memory between queries), and a table of the rest, read from
+    their JSON lines. Returns how many lines could not be read as a row."""
     con.execute(f'CREATE TABLE "{_LINES}" ({json_lines.definitions(columns)})')
     entries, unreadable = parquet_cache.load(con, _LINES, columns, files,
                                              cache)
-    entries = parquet_packs.files_to_read(con, cache, entries)
+    existing = [str(found[0]) for found in
+                (cache.find(path, stat) for path, stat in every) if found]
+    entries = parquet_packs.files_to_read(con, cache, entries, existing)
     selected = json_lines.names(columns)
     parts = [f"SELECT {selected}, '' AS _src, rowid AS _pos "
              f'FROM "{_LINES}"']
@@ -179,9 +192,10 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     results_dir = results_dir or store.results_dir()
     _bound_memory(con, results_dir)
     columns = _schema_columns(reading)
-    files = _stored(results_dir, reading.start)
+    every = _every_file(results_dir)
+    files = _within(every, reading.start)
     entries = parquet_cache.Cache(results_dir, schema['columns'])
-    unreadable = _load(con, schema['table'], columns, files, entries)
+    unreadable = _load(con, schema['table'], columns, files, every, entries)
     con = Connection(con, sql_cache.directory(results_dir), unreadable,
                      _damaged(files, entries, unreadable))
     sql, _ = _translated(con, library.base_after_dedupe(), None)
