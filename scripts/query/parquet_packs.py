@@ -1,18 +1,19 @@
 """Packs: the Parquet cache's entries (parquet_cache.py), PACK_ENTRIES at a
 time, copied into one file, so that a query opens a few files instead of
 one per session: DuckDB pays about half a millisecond a file each time a
-query reads it, and a report reads the store some thirty times (450 entries
-of 1M rows: 11.4 s of the report's queries in 450 files, 7.8 s in one).
+query reads it, and the report's queries read the store many times (1M
+rows: they took 11.4 s over 450 entries, 7.8 s over one file).
 
 A pack is ``pack-<key>.parquet``, the rows of its members (entry names) in
 their order, beside ``pack-<key>.json``, the list of them (written after
-the pack: a pack without its list is not read). It stands for its members only while
-every one of them is a current entry (an entry follows its session file),
-and is read whole where a load wants any member: a window that wants part
-of a pack gets rows from outside it as well, which its query's own filters
-leave out (a window of 7 days at 1M rows: one pack instead of 38 files). Entries are packed in
-the store's order (by day, then session), so a window reads at most a
-pack more than it needs at each of its ends. An entry is packed once; the entries no pack
+the pack: a pack without its list is not read). It stands for its members
+only while each is the current entry of a session file that is there
+(local.py passes them), and is read whole where a load wants any member: a
+window that wants part of a pack gets rows from outside it as well, which
+its query's own filters leave out (a window of 7 days at 1M rows: one pack
+and two entries instead of 35 entries). Entries are packed in the store's
+order (by day, then session), so a window reads at most a pack more than
+it needs at each of its ends. An entry is packed once; the entries no pack
 holds are packed when a load finds PACK_MIN of them. A pack whose members
 are no longer all current is marked stale and removed SETTLED later (a
 query that loaded it before may still be reading it); its entries that are
