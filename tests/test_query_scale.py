@@ -4,8 +4,10 @@ and whatever it leaves out, every shipped query answers the rows it would
 answer reading everything, deduplicating with results.kql itself."""
 import datetime as dt
 import json
+import shutil
 
 import duckdb
+import duckdb_kql
 import pytest
 
 from scripts.query import library, local, needs, output, sql_cache
@@ -124,7 +126,7 @@ def test_the_translation_is_cached_and_the_clock_bound_at_each_run(
 
     def no_translation(*args, **kwargs):
         raise AssertionError('translated again')
-    monkeypatch.setattr(local.duckdb_kql, 'to_sql', no_translation)
+    monkeypatch.setattr(duckdb_kql, 'to_sql', no_translation)
     assert as_rows(local.run(con, text, query_store.NOW)) == first
     # a week later no failure is within the query's 7 days
     later = query_store.NOW + dt.timedelta(days=8)
@@ -179,6 +181,26 @@ def test_query_and_report_do_not_import_reframe(home):
     assert done.returncode == 0, done.stderr
     assert 'trends' in done.stdout
     assert done.stdout.strip().splitlines()[-1] == '[]'
+
+
+def test_a_cached_translation_does_not_import_the_translator(home):
+    """duckdb-kql's parser costs ~0.25 s of every command: a query whose
+    translation is cached never imports it."""
+    import subprocess
+    import sys
+    from tests.helpers import REPO
+    probe = ('import runpy, sys; sys.argv = ["clusterproof", "query", '
+             '"failures", "--json"]\ntry:\n    runpy.run_path('
+             '"scripts/clusterproof", run_name="__main__")\nexcept '
+             'SystemExit:\n    pass\nprint("duckdb_kql" in sys.modules)')
+    shutil.rmtree(sql_cache.directory(home / 'results'), ignore_errors=True)
+    runs = [subprocess.run([sys.executable, '-c', probe], cwd=str(REPO),
+                           env=local_env(home), capture_output=True,
+                           text=True, timeout=120) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr
+    first, again = (r.stdout.strip().splitlines() for r in runs)
+    assert first[-1] == 'True' and again[-1] == 'False'
+    assert first[:-1] == again[:-1]            # the same rows
 
 
 def test_memory_is_bounded_and_spills_beside_the_store(home, monkeypatch):

@@ -23,10 +23,10 @@ import contextlib
 import datetime as dt
 import os
 import re
+import sys
 from pathlib import Path
 
 import duckdb
-import duckdb_kql
 
 from config.results import records, store
 from scripts.query import (json_lines, library, needs, parquet_cache,
@@ -188,7 +188,10 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     ReFrameResults_CL, each record once, and clusterproof_results: the base
     query (with *filters*) over it."""
     schema = records.schema()
-    con = duckdb_kql.connect()
+    # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
+    # UTC for KQL's datetimes), without importing duckdb-kql's parser.
+    con = duckdb.connect()
+    con.execute("SET TimeZone='UTC'")
     results_dir = results_dir or store.results_dir()
     _bound_memory(con, results_dir)
     columns = _schema_columns(reading)
@@ -234,8 +237,8 @@ def memory_limit() -> str:
 def _bound_memory(con, results_dir: Path) -> None:
     """Spills go beside the store (cache/duckdb), never to the current
     directory (DuckDB's default for an in-memory database); one thread per
-    GiB of the limit (threads_for). A limit DuckDB refuses is its error,
-    naming the variable."""
+    THREAD_MEMORY of the limit (threads_for). A limit DuckDB refuses is its
+    error, naming the variable."""
     spill = sql_cache.directory(results_dir).parent / 'duckdb'
     limit = memory_limit()
     try:
@@ -317,18 +320,30 @@ def _kusto_type(duckdb_type) -> str:
 
 def _translated(con, kql: str, now: dt.datetime | None):
     """(SQL, parameters) for *kql* on *con*: from the cache when this text
-    was translated before for the same columns, else by duckdb-kql."""
-    tables = duckdb_kql.engine.schema(con)
+    was translated before for the same columns, else by duckdb-kql, which
+    is imported only then (its parser costs ~0.25 s of every command)."""
+    con.abort()          # rows an earlier statement left unread, as schema()
+    columns = [list(row) for row in con.sql(_COLUMNS).fetchall()]
     moment = now or dt.datetime.now(dt.timezone.utc)
-    cached = sql_cache.lookup(con.cache, kql, tables)
+    cached = sql_cache.lookup(con.cache, kql, columns)
     if cached is not None:
         sql, clock = cached
         return sql, sql_cache.clock_parameters(clock, moment)
-    translated = duckdb_kql.to_sql(kql, schema=tables, query_now=moment)
+    import duckdb_kql
+    import duckdb_kql.engine
+    translated = duckdb_kql.to_sql(kql, schema=duckdb_kql.engine.schema(con),
+                                   query_now=moment)
     if translated.unbound:
         raise duckdb_kql.KqlSchemaError(', '.join(translated.unbound))
-    sql_cache.store_translation(con.cache, kql, tables, translated, moment)
+    sql_cache.store_translation(con.cache, kql, columns, translated, moment)
     return str(translated), dict(translated.parameters)
+
+
+# The tables and views a translation depends on (what duckdb-kql's schema()
+# reads), as the translation cache's key.
+_COLUMNS = ('SELECT table_catalog, table_name, column_name, current_database()'
+            ' FROM information_schema.columns ORDER BY table_catalog, '
+            'table_name, ordinal_position')
 
 
 # Rows per chunk of a streamed result.
@@ -368,10 +383,11 @@ def _chunks(con, sql, parameters, types, chunk_rows):
 
 def _first_chunk(con, sql, parameters, chunk_rows):
     """The cursor and its first rows. Out of memory before any row (a final
-    sort, as node_outliers --all's of 1M rows at 640MB), the loaded table is
-    written again in one statement and the query run once more: DuckDB
-    holds a table grown by inserts and deletes less compactly, and that
-    sort fits over the copy (README "Reading results")."""
+    sort, as node_outliers --all's of 1M rows at 640MB did while every row
+    was in a table), the table of rows read from JSON lines (all of them
+    when the cache cannot be written) is written again in one statement
+    and the query run once more: DuckDB holds a table grown by inserts less
+    compactly, and that sort fitted over the copy."""
     try:
         cursor = con.execute(sql, parameters or None)
         return cursor, cursor.fetchmany(chunk_rows)
@@ -388,16 +404,21 @@ def _engine_errors():
     to do."""
     try:
         yield
-    except duckdb_kql.KqlUnsupportedError as err:
-        raise UnsupportedQuery(
-            f'the local engine (duckdb-kql) cannot run {unsupported(err)}. '
-            'Rewrite that part, or run it in Log Analytics '
-            '(--workspace).') from None
     except duckdb.OutOfMemoryException as err:
         raise QueryFailed(f'{err}; give the local engine more with '
                           f'{MEMORY_VARIABLE} (now {memory_limit()}), or '
                           'narrow the query (--since)') from None
-    except (duckdb_kql.KqlError, duckdb.Error) as err:
+    except duckdb.Error as err:
+        raise InvalidQuery(str(err)) from None
+    except Exception as err:
+        kql = sys.modules.get('duckdb_kql')      # raised only once imported
+        if kql is None or not isinstance(err, kql.KqlError):
+            raise
+        if isinstance(err, kql.KqlUnsupportedError):
+            raise UnsupportedQuery(
+                f'the local engine (duckdb-kql) cannot run '
+                f'{unsupported(err)}. Rewrite that part, or run it in Log '
+                'Analytics (--workspace).') from None
         raise InvalidQuery(str(err)) from None
 
 

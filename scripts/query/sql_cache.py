@@ -7,16 +7,14 @@ clock a query reads (ago(), now()) is a parameter of the SQL, bound at each
 run. A cache that cannot be read or written is simply not used."""
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import tempfile
 from pathlib import Path
-
-import duckdb_kql
-from duckdb_kql.params import as_datetime
-from duckdb_kql.translate import CLOCK_SLOT
-
 
 
 def directory(results_dir: Path) -> Path:
@@ -24,18 +22,31 @@ def directory(results_dir: Path) -> Path:
     return results_dir.parent / 'cache' / 'kql'
 
 
-def _path(where: Path, kql: str, tables: dict) -> Path:
-    key = json.dumps([duckdb_kql.__version__, kql, tables], sort_keys=True)
+@functools.cache
+def _translator() -> str:
+    """duckdb-kql's version, from its installed metadata (importing it to
+    ask costs its parser)."""
+    return importlib.metadata.version('duckdb-kql')
+
+
+def _path(where: Path, kql: str, tables) -> Path:
+    key = json.dumps([_translator(), kql, tables], sort_keys=True)
     return where / f'{hashlib.sha256(key.encode()).hexdigest()}.json'
 
 
-def clock_parameters(clock: str | None, moment) -> dict:
-    """The SQL's parameters: the clock, pinned at *moment*, if it reads it
-    (in the form duckdb-kql binds it)."""
-    return {clock: as_datetime(moment, 'query_now')} if clock else {}
+def clock_parameters(clock: str | None, moment: dt.datetime) -> dict:
+    """The SQL's parameters: the clock, pinned at *moment*, if it reads it,
+    in the form duckdb-kql binds it (duckdb_kql.params.as_datetime: a
+    datetime in UTC without its zone; store_translation keeps a
+    translation only when its clock is bound this way)."""
+    if not clock:
+        return {}
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return {clock: moment}
 
 
-def lookup(where: Path, kql: str, tables: dict):
+def lookup(where: Path, kql: str, tables):
     """(SQL, the clock's parameter name or None), or None when not cached."""
     try:
         entry = json.loads(_path(where, kql, tables).read_text())
@@ -44,11 +55,12 @@ def lookup(where: Path, kql: str, tables: dict):
         return None
 
 
-def store_translation(where: Path, kql: str, tables: dict, translated,
+def store_translation(where: Path, kql: str, tables, translated,
                       moment) -> None:
     """Keeps *translated* when its only parameter is the clock pinned at
     *moment* (a query's own declared parameters, or a clock it sets itself,
     are not cached)."""
+    from duckdb_kql.translate import CLOCK_SLOT    # imported to translate
     parameters = dict(translated.parameters)
     if parameters and parameters != clock_parameters(CLOCK_SLOT, moment):
         return
