@@ -109,11 +109,11 @@ class Cache:
             os.replace(partial, final)
         except (OSError, duckdb.Error) as err:
             self.cannot_write(err)
-            _remove(partial)
+            remove(partial)
             return
         for (old_path, old_identity), (old, _) in list(self.entries.items()):
             if old_path == path_key and old_identity != identity:
-                _remove(old)         # the file's earlier contents
+                remove(old)          # the file's earlier contents
                 del self.entries[old_path, old_identity]
         self.entries[path_key, identity] = (final, unreadable)
 
@@ -134,7 +134,7 @@ def settled(stat: os.stat_result) -> bool:
     return stat.st_mtime < time.time() - SETTLED.total_seconds()
 
 
-def _remove(path: Path) -> None:
+def remove(path: Path) -> None:
     try:
         path.unlink()
     except OSError:
@@ -220,21 +220,30 @@ def _batches(files: list) -> list[list]:
 def _unreadable_entries(con, cached: list) -> list:
     """Those of the *cached* entries (path, stat, entry, unreadable) whose
     Parquet cannot be read (removed, to be built again)."""
-    if not cached:
-        return []
+    bad = unreadable(con, [str(found[2]) for found in cached])
+    failed = [found for found in cached if str(found[2]) in bad]
+    for found in failed:
+        remove(found[2])
+    return failed
+
+
+def unreadable(con, files: list[str]) -> set[str]:
+    """Those of the Parquet *files* that cannot be read: one statement for
+    them all, and one each only when that fails."""
+    if not files:
+        return set()
     try:
-        count_rows(con, [str(found[2]) for found in cached])
-        return []
+        count_rows(con, files)
+        return set()
     except duckdb.Error:
         pass                         # find which, one by one
-    failed = []
-    for found in cached:
+    bad = set()
+    for path in files:
         try:
-            count_rows(con, [str(found[2])])
+            count_rows(con, [path])
         except duckdb.Error:
-            _remove(found[2])
-            failed.append(found)
-    return failed
+            bad.add(path)
+    return bad
 
 
 def count_rows(con, entries: list[str]) -> int:

@@ -114,7 +114,7 @@ def _stale(pack: Path) -> None:
         return
     if marked < time.time() - parquet_cache.SETTLED.total_seconds():
         for path in (pack, pack.with_suffix('.json'), mark):
-            _remove(path)
+            parquet_cache.remove(path)
 
 
 def _members(listing: Path) -> set | None:
@@ -131,20 +131,10 @@ def _members(listing: Path) -> set | None:
 def _damaged(con, chosen: list[str]) -> set[str]:
     """The *chosen* packs whose Parquet cannot be read (removed: their
     members are read one by one, and packed again)."""
-    try:
-        if chosen:
-            parquet_cache.count_rows(con, chosen)
-        return set()
-    except duckdb.Error:
-        pass
-    damaged = set()
-    for pack in chosen:
-        try:
-            parquet_cache.count_rows(con, [pack])
-        except duckdb.Error:
-            _remove(Path(pack))
-            _remove(Path(pack).with_suffix('.json'))
-            damaged.add(pack)
+    damaged = parquet_cache.unreadable(con, chosen)
+    for pack in damaged:
+        parquet_cache.remove(Path(pack))
+        parquet_cache.remove(Path(pack).with_suffix('.json'))
     return damaged
 
 
@@ -169,13 +159,6 @@ def _write(con, cache: parquet_cache.Cache, batch: list[str]) -> str | None:
     except (OSError, duckdb.Error) as err:
         cache.cannot_write(err)
         for path in (partial, partial_listing):
-            _remove(path)
+            parquet_cache.remove(path)
         return None
     return str(final)
-
-
-def _remove(path: Path) -> None:
-    try:
-        path.unlink()
-    except OSError:
-        pass
