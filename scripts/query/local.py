@@ -125,15 +125,20 @@ def _older_copies(con) -> int:
     """At-least-once delivery can store a record twice: the copies that
     results.kql's arg_max(TimeGenerated, *) would not keep, as a table
     (none: no table, and the common case costs one pass over record_id)."""
-    repeated = f'SELECT record_id FROM "{_ROWS}" GROUP BY record_id ' \
-        'HAVING count(*) > 1'
-    if not con.execute(f'SELECT count(*) FROM ({repeated})').fetchall()[0][0]:
-        return 0
-    con.execute(
-        f'CREATE TABLE "{_OLDER}" AS SELECT _src, _pos FROM (SELECT _src, '
-        '_pos, row_number() OVER (PARTITION BY record_id ORDER BY '
-        f'TimeGenerated DESC) AS copy FROM "{_ROWS}" WHERE record_id IN '
-        f'({repeated})) WHERE copy > 1')
+    repeated = f'{_OLDER}_ids'
+    con.execute(f'CREATE TEMP TABLE "{repeated}" AS SELECT record_id FROM '
+                f'"{_ROWS}" GROUP BY record_id HAVING count(*) > 1')
+    try:
+        if not con.execute(f'SELECT count(*) FROM "{repeated}"'
+                           ).fetchall()[0][0]:
+            return 0
+        con.execute(
+            f'CREATE TABLE "{_OLDER}" AS SELECT _src, _pos FROM (SELECT '
+            '_src, _pos, row_number() OVER (PARTITION BY record_id ORDER BY '
+            f'TimeGenerated DESC) AS copy FROM "{_ROWS}" WHERE record_id IN '
+            f'(SELECT record_id FROM "{repeated}")) WHERE copy > 1')
+    finally:
+        con.execute(f'DROP TABLE "{repeated}"')
     return con.execute(f'SELECT count(*) FROM "{_OLDER}"').fetchall()[0][0]
 
 

@@ -50,18 +50,16 @@ def files_to_read(con, cache: parquet_cache.Cache, entries: list[str],
     which holds them all, does."""
     wanted = {Path(entry).name for entry in entries}
     packs = _current_packs(cache, {Path(entry).name for entry in existing})
+    damaged = _damaged(con, [pack for pack, members in packs
+                             if members & wanted])
+    packs = [(pack, members) for pack, members in packs
+             if pack not in damaged]
     chosen, covered = [], set()
     for pack, members in packs:
         if members & wanted and not members & covered:
             chosen.append(pack)
             covered |= members
-    damaged = _damaged(con, chosen)
-    for pack, members in packs:
-        if pack in damaged:
-            covered -= members
-    chosen = [pack for pack in chosen if pack not in damaged]
-    in_a_pack = set().union(*(members for pack, members in packs
-                              if pack not in damaged))
+    in_a_pack = set().union(*(members for _, members in packs))
     loose = [e for e in entries if Path(e).name not in covered]
     unpacked = [e for e in loose if Path(e).name not in in_a_pack]
     for start in range(0, len(unpacked), PACK_ENTRIES):

@@ -29,8 +29,8 @@ def _translator() -> str:
     return importlib.metadata.version('duckdb-kql')
 
 
-def _path(where: Path, kql: str, tables) -> Path:
-    key = json.dumps([_translator(), kql, tables], sort_keys=True)
+def _path(where: Path, kql: str, columns) -> Path:
+    key = json.dumps([_translator(), kql, columns], sort_keys=True)
     return where / f'{hashlib.sha256(key.encode()).hexdigest()}.json'
 
 
@@ -46,16 +46,16 @@ def clock_parameters(clock: str | None, moment: dt.datetime) -> dict:
     return {clock: moment}
 
 
-def lookup(where: Path, kql: str, tables):
+def lookup(where: Path, kql: str, columns):
     """(SQL, the clock's parameter name or None), or None when not cached."""
     try:
-        entry = json.loads(_path(where, kql, tables).read_text())
+        entry = json.loads(_path(where, kql, columns).read_text())
         return entry['sql'], entry['clock']
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def store_translation(where: Path, kql: str, tables, translated,
+def store_translation(where: Path, kql: str, columns, translated,
                       moment) -> None:
     """Keeps *translated* when its only parameter is the clock pinned at
     *moment* (a query's own declared parameters, or a clock it sets itself,
@@ -66,7 +66,7 @@ def store_translation(where: Path, kql: str, tables, translated,
         return
     entry = {'sql': str(translated),
              'clock': CLOCK_SLOT if parameters else None}
-    path = _path(where, kql, tables)
+    path = _path(where, kql, columns)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile('w', dir=path.parent, delete=False,
