@@ -85,3 +85,50 @@ def test_an_empty_stream_reads_as_an_empty_result():
     assert buffer.getvalue() == '(no rows)\n'
     assert output.as_json(Result(['a'], ['string'], [])) == '[]\n'
 
+
+
+def test_every_cell_is_what_human_writes():
+    """write_table formats numbers and strings itself (its fast path, most
+    of a million-row table's cost): each cell must still be human()'s
+    text, escaped, for every kind of value, column and unit."""
+    columns = ['median_value', 'pct_of_peak', 'runs', 'of_reference',
+               'note', 'check_perf_unit']
+    values = [0, 7, -12, 10000, 123456789, 2**60, 0.0, 1.5, -0.000123,
+              999.99, 1000.0, 1234.56, 1e16, float('nan'), float('inf'),
+              True, False, None, '', 'text', 'bell\x07', '12', '3%',
+              DAY, DAY + dt.timedelta(hours=5, minutes=7), [], ['a', 'b'],
+              [1, 2], {'k': 1}]
+    units = ['GB/s', None, '', 'esc\x1b']
+    rows = [[value, value, value, value, value, unit]
+            for value in values for unit in units]
+    assert output.table(Result(columns, ['real'] * 6, rows)) == \
+        laid_out(columns, rows)
+    # a column of numbers alone is right-aligned, one with text is not
+    numbers = Result(['runs', 'note'], ['long', 'string'],
+                     [[5, 'a'], [12345, 'bb'], [None, '']])
+    lines = output.table(numbers).splitlines()
+    assert lines[2] == '     5  a' and lines[3] == '12,345  bb'
+
+
+def laid_out(columns, rows) -> str:
+    """The table as human() writes each cell, laid out by the rules of
+    write_table's docstring (the unit column and empty columns left out,
+    numbers right-aligned)."""
+    unit_at = columns.index('check_perf_unit')
+    shown = [i for i in range(len(columns)) if i != unit_at]
+    cells = [[output.printable(output.human(row[i], columns[i], row[unit_at]))
+              for i in shown] for row in rows]
+    keep = [at for at, i in enumerate(shown)
+            if any(row[i] not in (None, '', []) for row in rows)]
+    widths = [max(len(columns[shown[at]]), *(len(c[at]) for c in cells))
+              for at in range(len(shown))]
+    numeric = [all(output._looks_numeric(c[at]) for c in cells)
+               for at in range(len(shown))]
+
+    def line(values):
+        return '  '.join(values[at].rjust(widths[at]) if numeric[at] else
+                         values[at].ljust(widths[at])
+                         for at in keep).rstrip() + '\n'
+    return ''.join([line([columns[i] for i in shown]),
+                    line(['-' * width for width in widths]),
+                    *map(line, cells)])

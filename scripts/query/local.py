@@ -29,8 +29,8 @@ from pathlib import Path
 import duckdb
 
 from config.results import records, store
-from scripts.query import (json_lines, library, needs, parquet_cache,
-                           parquet_packs, sql_cache)
+from scripts.query import (json_lines, library, needs, older_copies,
+                           parquet_cache, parquet_packs, sql_cache)
 from scripts.query.json_lines import sql_string as _sql_string
 from scripts.query.needs import Reading
 from scripts.query.result import QueryFailed, Result, Stream, plain
@@ -103,11 +103,14 @@ def _load(con, table: str, columns: list[dict], files, every,
     held in memory between queries), and a table of the rest, read from
     their JSON lines. Returns how many lines could not be read as a row."""
     con.execute(f'CREATE TABLE "{_LINES}" ({json_lines.definitions(columns)})')
-    entries, unreadable = parquet_cache.load(con, _LINES, columns, files,
-                                             cache)
     existing = [str(found[0]) for found in
                 (cache.find(path, stat) for path, stat in every) if found]
-    entries = parquet_packs.files_to_read(con, cache, entries, existing)
+    wanted = {found[0].name for found in
+              (cache.find(path, stat) for path, stat in files) if found}
+    packs = parquet_packs.covering(con, cache, wanted, existing)
+    entries, unreadable = parquet_cache.load(con, _LINES, columns, files,
+                                             cache, packs.covered)
+    entries = parquet_packs.files_to_read(con, cache, packs, entries)
     selected = json_lines.names(columns)
     parts = [f"SELECT {selected}, '' AS _src, rowid AS _pos "
              f'FROM "{_LINES}"']
@@ -115,31 +118,12 @@ def _load(con, table: str, columns: list[dict], files, every,
         parts.insert(0, parquet_cache.reading(entries, selected))
     con.execute(f'CREATE VIEW "{_ROWS}" AS {" UNION ALL ".join(parts)}')
     rows = f'SELECT {selected} FROM "{_ROWS}"'
-    if _older_copies(con):
+    from_lines = con.execute(f'SELECT count(*) FROM "{_LINES}"'
+                             ).fetchall()[0][0]
+    if older_copies.find(con, _ROWS, _OLDER, entries, from_lines, cache):
         rows += f' ANTI JOIN "{_OLDER}" USING (_src, _pos)'
     con.execute(f'CREATE VIEW "{table}" AS {rows}')
     return unreadable
-
-
-def _older_copies(con) -> int:
-    """At-least-once delivery can store a record twice: the copies that
-    results.kql's arg_max(TimeGenerated, *) would not keep, as a table
-    (none: no table, and the common case costs one pass over record_id)."""
-    repeated = f'{_OLDER}_ids'
-    con.execute(f'CREATE TEMP TABLE "{repeated}" AS SELECT record_id FROM '
-                f'"{_ROWS}" GROUP BY record_id HAVING count(*) > 1')
-    try:
-        if not con.execute(f'SELECT count(*) FROM "{repeated}"'
-                           ).fetchall()[0][0]:
-            return 0
-        con.execute(
-            f'CREATE TABLE "{_OLDER}" AS SELECT _src, _pos FROM (SELECT '
-            '_src, _pos, row_number() OVER (PARTITION BY record_id ORDER BY '
-            f'TimeGenerated DESC) AS copy FROM "{_ROWS}" WHERE record_id IN '
-            f'(SELECT record_id FROM "{repeated}")) WHERE copy > 1')
-    finally:
-        con.execute(f'DROP TABLE "{repeated}"')
-    return con.execute(f'SELECT count(*) FROM "{_OLDER}"').fetchall()[0][0]
 
 
 class Connection:

@@ -101,20 +101,34 @@ def write_table(stream: Stream, out) -> int:
     filled = [False] * len(shown)
     numeric = [True] * len(shown)
     widths = [len(printable(name)) for name in names]
+    numbers = [_number_cell(name) for name in names]
     rows = 0
     with tempfile.SpooledTemporaryFile(_SPOOL_CHARS, mode='w+',
                                        encoding='utf-8') as spool:
         for chunk in stream.chunks:
             for row in chunk:
                 unit = None if unit_at is None else row[unit_at]
+                shown_unit = printable(str(unit)) if unit else unit
                 cells = []
                 for at, i in enumerate(shown):
                     value = row[i]
-                    cell = printable(human(value, names[at], unit))
-                    if value not in (None, '', []):
+                    kind = type(value)
+                    # the kinds nearly every cell is, as human() writes them
+                    # (a number's cell always reads as a number)
+                    if kind is float or kind is int:
+                        cell = numbers[at](value, shown_unit)
                         filled[at] = True
-                    if numeric[at] and not _looks_numeric(cell):
-                        numeric[at] = False
+                    elif value is None:
+                        cell = ''
+                    else:
+                        if kind is str:
+                            cell = printable(value)
+                        else:
+                            cell = printable(human(value, names[at], unit))
+                        if value not in ('', []):
+                            filled[at] = True
+                        if numeric[at] and not _looks_numeric(cell):
+                            numeric[at] = False
                     if len(cell) > widths[at]:
                         widths[at] = len(cell)
                     cells.append(cell)
@@ -135,6 +149,21 @@ def write_table(stream: Stream, out) -> int:
         for text in spool:
             out.write(line(text[:-1].split('\t')))
     return rows
+
+
+def _number_cell(column: str):
+    """human() of an int or float of *column*, given the row's unit already
+    printable()."""
+    percent, measured = _is_percent(column), _is_measured(column)
+
+    def cell(value, unit):
+        text = _number(value)
+        if percent:
+            return f'{text}%'
+        if unit and measured:
+            return f'{text} {unit}'
+        return text
+    return cell
 
 
 def _looks_numeric(text: str) -> bool:

@@ -63,6 +63,7 @@ class Cache:
         self.version = json_lines.fingerprint(schema_columns)
         self.writable = True
         self.entries = {}            # (path key, identity key) -> (Path, n)
+        self._keys = {}              # (path, identity) -> keys()
         try:
             found = os.scandir(self.where)
         except OSError:
@@ -75,9 +76,14 @@ class Cache:
                         Path(item.path), int(named.group(3)))
 
     def keys(self, path: str, stat: os.stat_result) -> tuple[str, str]:
-        relative = os.path.relpath(path, self.results_dir)
-        return (key(relative, 24),
+        asked = (path, _identity(stat))
+        found = self._keys.get(asked)
+        if found is None:
+            relative = os.path.relpath(path, self.results_dir)
+            found = self._keys[asked] = (
+                key(relative, 24),
                 key(f'{self.version} {_identity(stat)}', 16))
+        return found
 
     def find(self, path: str, stat: os.stat_result):
         """(entry path, unreadable lines) or None."""
@@ -143,12 +149,14 @@ def remove(path: Path) -> None:
 
 def load(con, table: str, columns: list[dict],
          files: list[tuple[str, os.stat_result]],
-         cache: Cache) -> tuple[list[str], int]:
+         cache: Cache, read_elsewhere: set[str] = frozenset()
+         ) -> tuple[list[str], int]:
     """The entries to read *files* ((path, stat) pairs) from, and the
     lines that could not be read as a row. The *columns* of every file
     without a readable entry are inserted into *table* from its JSON lines
     (an entry kept of each settled one, and read instead when it was
-    written)."""
+    written). The entries named in *read_elsewhere* (their rows read from
+    a pack) are not checked."""
     selected = json_lines.names(columns)
     cached, rest, unreadable = [], [], 0
     for path, stat in files:
@@ -158,7 +166,8 @@ def load(con, table: str, columns: list[dict],
         else:
             cached.append((path, stat, *entry))
             unreadable += entry[1]
-    failed = _unreadable_entries(con, cached)
+    failed = _unreadable_entries(con, [
+        found for found in cached if found[2].name not in read_elsewhere])
     for path, stat, _, lost in failed:
         rest.append((path, stat))     # removed: built again
         unreadable -= lost

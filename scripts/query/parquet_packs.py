@@ -26,6 +26,7 @@ import os
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -37,31 +38,47 @@ PACK_MIN = 16
 _PACK = re.compile(r'^pack-([0-9a-f]{16})\.parquet$')
 
 
-def files_to_read(con, cache: parquet_cache.Cache, entries: list[str],
-                  existing: list[str]) -> list[str]:
-    """The Parquet files that hold the rows of *entries* (paths, in the
-    store's order), each row once: every pack holding one of them, then the
-    entries no pack read holds (packed first when PACK_MIN of them are in
-    no pack and the cache can be written). A pack is read only while each
-    of its members is in *existing*, the entries of the session files there
-    are now: a deleted or rewritten file's rows never come back through a
-    pack. A pack read for part of its members brings rows outside the
-    window too; the queries and filters leave them out, as Log Analytics,
-    which holds them all, does."""
-    wanted = {Path(entry).name for entry in entries}
+@dataclass
+class Packs:
+    """The packs a load reads: *chosen*, and the entry names they hold
+    (*covered*); *in_a_pack*, the members of every current pack."""
+    chosen: list[str]
+    covered: set[str]
+    in_a_pack: set[str]
+
+
+def covering(con, cache: parquet_cache.Cache, wanted: set[str],
+             existing: list[str]) -> Packs:
+    """The packs that hold the *wanted* entries (names): every current
+    pack holding one of them, the largest first, none twice over. A pack
+    is current only while each of its members is in *existing*, the
+    entries of the session files there are now: a deleted or rewritten
+    file's rows never come back through a pack. The entries it covers need
+    not be read, nor checked, one by one."""
     packs = _current_packs(cache, {Path(entry).name for entry in existing})
     damaged = _damaged(con, [pack for pack, members in packs
                              if members & wanted])
     packs = [(pack, members) for pack, members in packs
              if pack not in damaged]
-    chosen, covered = [], set()
+    chosen = Packs([], set(), set().union(*(m for _, m in packs)))
     for pack, members in packs:
-        if members & wanted and not members & covered:
-            chosen.append(pack)
-            covered |= members
-    in_a_pack = set().union(*(members for _, members in packs))
+        if members & wanted and not members & chosen.covered:
+            chosen.chosen.append(pack)
+            chosen.covered |= members
+    return chosen
+
+
+def files_to_read(con, cache: parquet_cache.Cache, packs: Packs,
+                  entries: list[str]) -> list[str]:
+    """The Parquet files that hold the rows of *entries* (paths, in the
+    store's order), each row once: the *packs* covering() chose, then the
+    entries they do not hold (packed first when PACK_MIN of them are in
+    no pack and the cache can be written). A pack read for part of its
+    members brings rows outside the window too; the queries and filters
+    leave them out, as Log Analytics, which holds them all, does."""
+    chosen, covered = list(packs.chosen), set(packs.covered)
     loose = [e for e in entries if Path(e).name not in covered]
-    unpacked = [e for e in loose if Path(e).name not in in_a_pack]
+    unpacked = [e for e in loose if Path(e).name not in packs.in_a_pack]
     for start in range(0, len(unpacked), PACK_ENTRIES):
         batch = unpacked[start:start + PACK_ENTRIES]
         if len(batch) < PACK_MIN or not cache.writable:
