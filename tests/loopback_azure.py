@@ -18,7 +18,7 @@ over HTTPS on 127.0.0.1 with a throwaway certificate:
 Tests can queue failures (status + headers, DROP to close the connection
 before accepting anything, or LOST to accept the rows and then close the
 connection without the 204: the one way a client sends a row twice), add
-latency to every ingestion call, make tokens expire,
+give every ingestion call a latency, make tokens expire,
 and stop and start the server on the same port (an endpoint that is down).
 """
 from __future__ import annotations
@@ -99,7 +99,11 @@ class FakeAzure:
     failures: list = field(default_factory=list)
     base_url: str = ''
     lock: threading.Lock = field(default_factory=threading.Lock)
-    latency: float = 0.0              # seconds added to every ingestion call
+    # seconds every ingestion call takes: it is answered this long after
+    # its request arrived, the endpoint's own work (reading, gunzipping and
+    # checking the body) done within them, as a service's latency holds
+    # its work
+    latency: float = 0.0
     # True (the benchmarks): each body is decompressed as it arrives, 413
     # when its JSON is over 1 MB (the API's limit holds "both compressed and
     # uncompressed"), and held as sent; its JSON is decoded by held_rows()
@@ -220,6 +224,7 @@ def _handler_for(fake: FakeAzure):
             pass
 
         def _reply(self, status, body=None, headers=None):
+            self._wait_for_latency()
             payload = json.dumps(body).encode() if body is not None else b''
             self.send_response(status)
             for key, value in (headers or {}).items():
@@ -252,14 +257,22 @@ def _handler_for(fake: FakeAzure):
                 'token_type': 'Bearer',
             })
 
+        answer_at = 0.0     # monotonic time an ingestion call is answered
+
+        def _wait_for_latency(self):
+            left = self.answer_at - time.monotonic()
+            if left > 0:
+                time.sleep(left)
+
         def do_POST(self):
             url = urlparse(self.path)
+            self.answer_at = 0.0
+            arrived = time.monotonic()
             length = int(self.headers.get('Content-Length') or 0)
             raw = self.rfile.read(length)
             if url.path.startswith('/v1/workspaces/'):
                 return self._query(url, raw)
-            if fake.latency:
-                time.sleep(fake.latency)
+            self.answer_at = arrived + fake.latency
             parts = url.path.strip('/').split('/')
             record = Upload(self.path, dict(self.headers), None, 0)
 
@@ -293,6 +306,7 @@ def _handler_for(fake: FakeAzure):
             if queued and queued[0] != 204:     # (204, {}): answer normally
                 status, headers = queued
                 if status == DROP:
+                    self._wait_for_latency()
                     record.status = DROP
                     with fake.lock:
                         fake.rejected.append(record)
@@ -300,6 +314,7 @@ def _handler_for(fake: FakeAzure):
                     self.connection.close()
                     return
                 if status == LOST:
+                    self._wait_for_latency()
                     record.body = json.loads(
                         gzip.decompress(raw) if self.headers.get(
                             'Content-Encoding') == 'gzip' else raw)

@@ -3,11 +3,16 @@ stored lines sent as they are, a bounded number of uploads in flight that
 wait out a 429 together, and the ledger rules unchanged."""
 import gzip
 import json
+import multiprocessing
+import os
 import sys
 import threading
 import time
 
-from config.results import backlog, ledger, records, shipping, store
+import pytest
+
+from config.results import (backlog, ledger, records, shipping, store,
+                            written_form)
 from tests.test_sync import store_session
 
 
@@ -54,13 +59,14 @@ def stored_backlog(tmp_path, monkeypatch, sessions=3, rows=400):
     return files
 
 
+@pytest.mark.parametrize('read_by', ['chunks', 'chunks_from_a_process'])
 def test_lines_go_out_as_stored_in_parallel_and_every_204_is_ledgered(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, read_by):
     files = stored_backlog(tmp_path, monkeypatch)
     transport = SlowTransport(0.3)       # slower than reading a body
     found = backlog.StoredBacklog()
-    tally, stopped = backlog.ship_stored(found.chunks(), transport,
-                                         in_flight=3)
+    tally, stopped = backlog.ship_stored(getattr(found, read_by)(),
+                                         transport, in_flight=3)
     assert stopped is None and tally.shipped == tally.offered == 1200
     assert transport.most_in_flight == 3
     # the bodies are the stored lines byte for byte, as one JSON array
@@ -75,6 +81,68 @@ def test_lines_go_out_as_stored_in_parallel_and_every_204_is_ledgered(
         assert len(ledger.read_ledger(ledger.ledger_path(f.path))) == 400
     again = backlog.StoredBacklog()
     assert next(again.items(), None) is None and again.estimate() == 0
+
+
+def test_the_reading_process_sends_what_this_one_would_read(
+        tmp_path, monkeypatch):
+    """sync's reading process: the same chunks as chunks(), each body made
+    there, and what it counted (rows per session, rows set aside) comes
+    back once the last chunk is read."""
+    files = stored_backlog(tmp_path, monkeypatch, rows=300)
+    ledger.set_aside(ledger.rejected_path(files[1].path),
+                     {'record_id': f'{files[1].session_id}-00007'},
+                     2_000_000, '413')
+    here, there = backlog.StoredBacklog(), backlog.StoredBacklog()
+    expected = list(here.chunks())
+    received = list(there.chunks_from_a_process())
+    assert [[item[:2] for item in c] for c in received] == \
+        [[item[:2] for item in c] for c in expected]
+    assert [c.packed for c in received] == \
+        [shipping.LineChunk(c).packed for c in expected]
+    assert all(isinstance(c, shipping.LineChunk) for c in received)
+    assert [item[2].path for c in received for item in c] == \
+        [item[2].path for c in expected for item in c]
+    assert there.sessions == here.sessions == {
+        f.session_id: 299 if f is files[1] else 300 for f in files}
+    assert there.set_aside.keys() == here.set_aside.keys() == {
+        f'{files[1].session_id}-00007'}
+    assert multiprocessing.active_children() == []
+
+
+def test_an_error_in_the_reading_process_is_raised_here(tmp_path,
+                                                        monkeypatch):
+    stored_backlog(tmp_path, monkeypatch)
+    recognise, seen = written_form.shippable, []
+
+    def failing(raw):
+        seen.append(raw)
+        if len(seen) == 500:
+            raise ValueError('the disk went away')
+        return recognise(raw)
+    monkeypatch.setattr(written_form, 'shippable', failing)
+    chunks = backlog.StoredBacklog().chunks_from_a_process()
+    with pytest.raises(ValueError, match='the disk went away'):
+        list(chunks)
+    assert seen == []                # it was the other process that read
+    assert multiprocessing.active_children() == []
+
+
+def test_a_reading_process_that_dies_is_a_clear_error(tmp_path,
+                                                      monkeypatch):
+    stored_backlog(tmp_path, monkeypatch)
+    monkeypatch.setattr(written_form, 'shippable', lambda raw: os._exit(3))
+    with pytest.raises(RuntimeError, match=r'exit code 3\).*sync` again'):
+        list(backlog.StoredBacklog().chunks_from_a_process())
+
+
+def test_a_sync_that_stops_reading_stops_the_reading_process(
+        tmp_path, monkeypatch):
+    stored_backlog(tmp_path, monkeypatch)
+    chunks = backlog.StoredBacklog().chunks_from_a_process(limit=50_000)
+    assert len(next(chunks)) > 0
+    [reader] = multiprocessing.active_children()
+    chunks.close()
+    assert not reader.is_alive() and multiprocessing.active_children() == []
 
 
 def test_a_row_without_completion_time_gets_it_and_a_copy_goes_once(

@@ -14,9 +14,12 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import multiprocessing
 import queue
+import signal
 import sys
 import threading
+import traceback
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +139,68 @@ class StoredBacklog:
                     self.sessions.get(path.stem, 0) + rows
         if chunk:
             yield chunk
+
+    def chunks_from_a_process(self, limit: int = shipping.MAX_BODY):
+        """chunks() as shipping.LineChunks, their bodies made, read and
+        packed by a process of its own (forked: it reads the store as this
+        one would), so that the reading and the gzip take a core of their
+        own instead of the uploads' turns at the interpreter (about 12 µs a
+        line and 3 ms a body beside an upload's 4 ms a call) and start
+        while the Azure SDK is imported. The pipe holds about one body, so
+        the process is never more than a body or two ahead: memory stays
+        bounded. sessions and set_aside are the process's once the last
+        chunk is read; an error of its reading is raised here."""
+        context = multiprocessing.get_context('fork')
+        receiving, sending = context.Pipe(duplex=False)
+        sys.stdout.flush()          # nothing buffered is written twice
+        sys.stderr.flush()
+        reader = context.Process(target=self._send_chunks,
+                                 args=(sending, limit), daemon=True,
+                                 name='clusterproof-sync-reader')
+        reader.start()
+        sending.close()
+        try:
+            while True:
+                try:
+                    kind, payload = receiving.recv()
+                except EOFError:
+                    reader.join()
+                    raise RuntimeError(
+                        'the process reading the store for sync stopped '
+                        f'(exit code {reader.exitcode}) before it had read '
+                        'every session; nothing it read is lost: run '
+                        '`clusterproof sync` again') from None
+                if kind == 'chunk':
+                    yield payload
+                elif kind == 'done':
+                    self.sessions, self.set_aside = payload
+                    return
+                else:
+                    raise payload
+        finally:
+            receiving.close()
+            if reader.is_alive():
+                reader.terminate()
+            reader.join()
+
+    def _send_chunks(self, sending, limit: int) -> None:
+        # Ctrl-C is the sync's to handle: it stops this process
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            for chunk in self.chunks(limit):
+                sending.send(('chunk', shipping.LineChunk(chunk)))
+            sending.send(('done', (self.sessions, self.set_aside)))
+        except BrokenPipeError:
+            pass                    # the sync stopped reading: it is done
+        except Exception as err:
+            try:
+                sending.send(('error', err))
+            except Exception:       # an error that cannot be pickled
+                sending.send(('error', RuntimeError(
+                    'reading the store for sync failed:\n'
+                    + traceback.format_exc())))
+        finally:
+            sending.close()
 
     def items(self):
         """(record_id, line to send, the session's Ledger) of every row in
@@ -362,7 +427,8 @@ def ship_stored(chunks, transport, progress=None, total: int = 0,
             thread.start()
         for batch in chunks:
             tally.add(offered=len(batch))
-            waiting.put(shipping.LineChunk(batch))
+            waiting.put(batch if isinstance(batch, shipping.LineChunk)
+                        else shipping.LineChunk(batch))
         for _ in uploads:
             waiting.put(None)
         for thread in uploads:

@@ -225,7 +225,7 @@ def _sync(args) -> int:
                      f'{workspace.workspace_id} ({err}): --verify needs the '
                      f"'Log Analytics Reader' role on it; nothing done")
             return EXIT_USAGE
-    chunks = found.chunks()
+    chunks = found.chunks_from_a_process()
     first = next(chunks, None)
     if first is None and not args.verify:
         if found.set_aside:
