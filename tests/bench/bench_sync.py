@@ -12,7 +12,8 @@ arrive once), wall seconds, seconds until the first call was answered
 one latency), the ratio to the floor, the command's CPU seconds and per
 call (the client's own cost: with the uploads in flight it bounds the wall
 time once it exceeds latency / uploads), the loopback endpoint's CPU
-seconds (this process: the benchmark's own share of the machine), peak RSS,
+seconds (this process: the benchmark's own share of the machine), peak RSS
+(of sync and its reading process, added up),
 the CPU the endpoint spent afterwards decoding what it held, and the
 transport alone: the same bodies posted again by the same SDK client with
 the same uploads in flight and nothing to read or ledger
