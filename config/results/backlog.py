@@ -350,20 +350,23 @@ def _ledgers_problem(batch, ledger_of) -> str | None:
 
 # While uploads are in flight, a thread waiting for the GIL (an upload
 # whose answer came, to write its ledger and send the next body) waits at
-# most this long for the reading thread to let go of it; Python's default
-# (5 ms) added several such waits to every call.
+# most this long for the thread that holds it (the one taking the bodies
+# in, or reading them when chunks() is read here); Python's default (5 ms)
+# added several such waits to every call.
 SWITCH_INTERVAL = 0.0005
 
 
 def ship_stored(chunks, transport, progress=None, total: int = 0,
                 in_flight: int = IN_FLIGHT
                 ) -> tuple[shipping.Tally, shipping.Outcome | None]:
-    """Ship the stored-line *chunks* (StoredBacklog.chunks()) with
+    """Ship the stored-line *chunks* (StoredBacklog.chunks(), or
+    chunks_from_a_process(), whose bodies are made already) with
     *in_flight* uploads at once, sharing 429s (shipping.Throttle); each
     204 is in its ledger before that upload takes its next body, as ship()
-    does. This thread reads and packs each body (shipping.LineChunk) while
-    the uploads send; memory holds the bodies in flight and as many
-    waiting, never the backlog. progress(shipped, total) after each
+    does. This thread takes each chunk in, packing its body
+    (shipping.LineChunk) when it is not made yet, while the uploads send;
+    memory holds the bodies in flight and as many waiting, never the
+    backlog. progress(shipped, total) after each
     accepted call. An exception an upload did not expect (a bug, not an
     answer of the API) stops every upload, leaving their rows, and is
     raised here once they are done (no upload is left waiting for it)."""

@@ -81,11 +81,10 @@ def _joined(batch) -> bytes:
 
 class LineChunk(list):
     """Stored-line items with their body (encode_lines), made where the
-    chunk was made: one thread allocates every megabyte array (threads
-    that each allocate them spread them over malloc arenas, and the
-    process keeps them), and the upload that takes the chunk sends at
-    once (zlib lets go of the GIL while it packs, so the uploads go on
-    meanwhile)."""
+    chunk was made (sync's reading process, which sends it pickled, body
+    and all): one thread allocates every megabyte array (threads that
+    each allocate them spread them over malloc arenas, and the process
+    keeps them), and the upload that takes the chunk sends at once."""
 
     def __init__(self, items):
         super().__init__(items)

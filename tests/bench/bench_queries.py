@@ -13,9 +13,9 @@ session file read from its JSON lines and kept as Parquet, the query
 translated) and then warm (the same command again): wall and CPU seconds
 (on a shared machine the CPU time is the steadier figure), their ratios to
 the limit, peak RSS (of the command and the processes it starts), and
-what it printed
-(for the report, the file's size). Not collected by pytest; run by hand (a
-1M-row store is 1.3 GB; the cache it writes beside it, ~40 MB).
+what it printed (for the report, the file's size). Not collected by
+pytest; run by hand (a 1M-row store is 1.3 GB; the cache it writes beside
+it, ~60 MB).
 """
 from __future__ import annotations
 
