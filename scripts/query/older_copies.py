@@ -9,8 +9,8 @@ read comes from Parquet files of the cache (entries and packs, whose names
 stand for their content: parquet_cache.py), the answer depends on nothing
 but which files they are, so it is kept, in the cache's ``older-copies/``
 folder as ``older-<key>.parquet``, the key naming the files; the KEPT most
-recently used are kept. Rows read from JSON lines (a session still writing) are
-looked at each time.
+recently used are kept. Rows read from JSON lines (a session still
+writing) are looked at each time.
 """
 from __future__ import annotations
 

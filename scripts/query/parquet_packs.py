@@ -60,12 +60,12 @@ def covering(con, cache: parquet_cache.Cache, wanted: set[str],
                              if members & wanted])
     packs = [(pack, members) for pack, members in packs
              if pack not in damaged]
-    chosen = Packs([], set(), set().union(*(m for _, m in packs)))
+    found = Packs([], set(), set().union(*(m for _, m in packs)))
     for pack, members in packs:
-        if members & wanted and not members & chosen.covered:
-            chosen.chosen.append(pack)
-            chosen.covered |= members
-    return chosen
+        if members & wanted and not members & found.covered:
+            found.chosen.append(pack)
+            found.covered |= members
+    return found
 
 
 def files_to_read(con, cache: parquet_cache.Cache, packs: Packs,
