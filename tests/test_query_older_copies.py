@@ -10,12 +10,12 @@ import duckdb
 import pytest
 
 from scripts.query import local, older_copies, parquet_cache
-from tests.test_query_cache import SETTLED_AT, a_row, append, home  # noqa
+from tests.test_query_cache import a_row, append, home  # noqa: F401
 from tests.test_query_cache import session_files, stored
 
 
 def kept(home) -> list:
-    where = parquet_cache.directory(home / 'results').parent / 'older-copies'
+    where = older_copies.directory(parquet_cache.Cache(home / 'results', []))
     return sorted(where.glob('older-*.parquet'))
 
 
@@ -81,11 +81,6 @@ def a_view_with_a_copy(con) -> None:
                 "AS t(record_id, TimeGenerated, _src, _pos)")
 
 
-def name_for(files) -> str:
-    return f'older-{parquet_cache.key(chr(10).join(sorted(files)), 24)}' \
-        '.parquet'
-
-
 def test_only_the_most_recently_used_are_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(older_copies, 'KEPT', 2)
     cache = parquet_cache.Cache(tmp_path / 'results', [])
@@ -98,8 +93,9 @@ def test_only_the_most_recently_used_are_kept(tmp_path, monkeypatch):
         con.execute('DROP TABLE older')
         time.sleep(0.02)          # mtimes that order the uses
     # 'one' was used again after 'two': 'two' is the one pruned
-    assert {path.name for path in older_copies.directory(cache).iterdir()} \
-        == {name_for(['one']), name_for(['three'])}
+    assert set(older_copies.directory(cache).iterdir()) == {
+        older_copies.kept_path(cache, ['one']),
+        older_copies.kept_path(cache, ['three'])}
 
 
 @pytest.mark.parametrize('from_lines', [0, 1])

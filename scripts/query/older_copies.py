@@ -35,8 +35,7 @@ def find(con, rows: str, table: str, parquet_files: list[str],
     table read from JSON lines."""
     kept = None
     if not from_lines and parquet_files:
-        kept = directory(cache) / ('older-' + parquet_cache.key(
-            '\n'.join(sorted(parquet_files)), 24) + '.parquet')
+        kept = kept_path(cache, parquet_files)
         found = _read(con, table, kept)
         if found is not None:
             return found
@@ -48,6 +47,13 @@ def find(con, rows: str, table: str, parquet_files: list[str],
 
 def directory(cache: parquet_cache.Cache) -> Path:
     return cache.where.parent / 'older-copies'
+
+
+def kept_path(cache: parquet_cache.Cache, parquet_files: list[str]) -> Path:
+    """Where the answer for these files is kept: named by them, in any
+    order."""
+    return directory(cache) / ('older-' + parquet_cache.key(
+        '\n'.join(sorted(parquet_files)), 24) + '.parquet')
 
 
 def _find(con, rows: str, table: str) -> int:
