@@ -117,6 +117,11 @@ else
     fi
     echo "$wanted" > "$stamp"
 fi
+# Every command imports the checkout's own modules: compiled here, as pip compiles
+# what it installs, so that no command compiles them again where Python does not
+# write __pycache__ (a read-only shared checkout, PYTHONDONTWRITEBYTECODE); an
+# edited module is compiled again as usual.
+.venv/bin/python -m compileall -q scripts config checks >/dev/null
 if [ "$want_tests" -eq 1 ]; then
     # Kusto.Language (Microsoft's KQL parser), pinned by tests/kusto/package-lock.json,
     # validates bicep/queries in the tests.

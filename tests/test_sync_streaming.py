@@ -145,6 +145,73 @@ def test_a_sync_that_stops_reading_stops_the_reading_process(
     assert not reader.is_alive() and multiprocessing.active_children() == []
 
 
+def test_the_reading_process_starts_at_once_and_close_stops_it(
+        tmp_path, monkeypatch):
+    """The process starts reading when it is made, before the first chunk
+    is asked for (sync imports the Azure SDK meanwhile); closed unread, or
+    left by a with block, it is stopped."""
+    stored_backlog(tmp_path, monkeypatch)
+    chunks = backlog.StoredBacklog().chunks_from_a_process()
+    [reader] = multiprocessing.active_children()
+    chunks.close()
+    assert not reader.is_alive() and multiprocessing.active_children() == []
+    with pytest.raises(ImportError):
+        with backlog.StoredBacklog().chunks_from_a_process():
+            assert len(multiprocessing.active_children()) == 1
+            raise ImportError('No module named azure.identity')
+    assert multiprocessing.active_children() == []
+
+
+def test_a_chunk_goes_through_the_pipe_as_its_body_and_record_ids(
+        tmp_path, monkeypatch):
+    """Pickled, a LineChunk is its record_ids, ledgers, line lengths and
+    body, a fraction of its lines; its lines, cut from the body again,
+    are the stored lines, gzip'd body or not."""
+    import pickle
+    stored_backlog(tmp_path, monkeypatch, sessions=1, rows=200)
+    [items] = list(backlog.StoredBacklog().chunks())
+    chunk = shipping.LineChunk(items)
+    sent = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
+    assert len(sent) < sum(len(line) for _, line, _ in items) / 5
+    received = pickle.loads(sent)
+    assert received.packed == chunk.packed and received.packed[1]
+    assert received.record_ids == [item[0] for item in items]
+    assert [item[:2] for item in received] == [item[:2] for item in items]
+    assert [item[2].path for item in received] == \
+        [item[2].path for item in items]
+    half = received[:100]
+    assert isinstance(half, shipping.LineChunk)
+    assert gzip.decompress(half.packed[0]) == \
+        b'[' + b','.join(line for _, line, _ in items[:100]) + b']'
+    small = pickle.loads(pickle.dumps(shipping.LineChunk([
+        ('a', b'{"record_id":"a"}', items[0][2]),
+        ('b', b'{"record_id":"b"}', items[0][2])])))
+    assert small.packed == (b'[{"record_id":"a"},{"record_id":"b"}]', False)
+    assert small[1][:2] == ('b', b'{"record_id":"b"}')
+
+
+def test_a_413_halves_a_chunk_the_process_read(tmp_path, monkeypatch):
+    """The halves of a chunk that came through the pipe are its stored
+    lines, and each arrives once."""
+    files = stored_backlog(tmp_path, monkeypatch, rows=200)
+    transport = SlowTransport(0.0, shipping.outcome_for_status(413))
+    tally, stopped = backlog.ship_stored(
+        backlog.StoredBacklog().chunks_from_a_process(), transport,
+        in_flight=1)
+    assert stopped is None and tally.shipped == tally.offered == 600
+    assert tally.failures == {'413': 1}
+    line_of = {json.loads(line)['record_id']: line for f in files
+               for line in f.path.read_bytes().splitlines()}
+    ids = []
+    for body in transport.bodies[1:]:
+        sent = [row['record_id'] for row in json.loads(body)]
+        assert body == b'[' + b','.join(line_of[i] for i in sent) + b']'
+        ids += sent
+    assert sorted(ids) == sorted(line_of)
+    assert len(json.loads(transport.bodies[1])) * 2 == \
+        len(json.loads(transport.bodies[0]))
+
+
 def test_a_row_without_completion_time_gets_it_and_a_copy_goes_once(
         tmp_path, monkeypatch):
     monkeypatch.setenv('CLUSTERPROOF_HOME', str(tmp_path))

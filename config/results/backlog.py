@@ -140,67 +140,11 @@ class StoredBacklog:
         if chunk:
             yield chunk
 
-    def chunks_from_a_process(self, limit: int = shipping.MAX_BODY):
+    def chunks_from_a_process(self, limit: int = shipping.MAX_BODY
+                              ) -> 'ReadingProcess':
         """chunks() as shipping.LineChunks, their bodies made, read and
-        packed by a process of its own (forked: it reads the store as this
-        one would), so that the reading and the gzip take a core of their
-        own instead of the uploads' turns at the interpreter (about 12 µs a
-        line and 3 ms a body beside an upload's 4 ms a call) and start
-        while the Azure SDK is imported. The pipe holds about one body, so
-        the process is never more than a body or two ahead: memory stays
-        bounded. sessions and set_aside are the process's once the last
-        chunk is read; an error of its reading is raised here."""
-        context = multiprocessing.get_context('fork')
-        receiving, sending = context.Pipe(duplex=False)
-        sys.stdout.flush()          # nothing buffered is written twice
-        sys.stderr.flush()
-        reader = context.Process(target=self._send_chunks,
-                                 args=(sending, limit), daemon=True,
-                                 name='clusterproof-sync-reader')
-        reader.start()
-        sending.close()
-        try:
-            while True:
-                try:
-                    kind, payload = receiving.recv()
-                except EOFError:
-                    reader.join()
-                    raise RuntimeError(
-                        'the process reading the store for sync stopped '
-                        f'(exit code {reader.exitcode}) before it had read '
-                        'every session; nothing it read is lost: run '
-                        '`clusterproof sync` again') from None
-                if kind == 'chunk':
-                    yield payload
-                elif kind == 'done':
-                    self.sessions, self.set_aside = payload
-                    return
-                else:
-                    raise payload
-        finally:
-            receiving.close()
-            if reader.is_alive():
-                reader.terminate()
-            reader.join()
-
-    def _send_chunks(self, sending, limit: int) -> None:
-        # Ctrl-C is the sync's to handle: it stops this process
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            for chunk in self.chunks(limit):
-                sending.send(('chunk', shipping.LineChunk(chunk)))
-            sending.send(('done', (self.sessions, self.set_aside)))
-        except BrokenPipeError:
-            pass                    # the sync stopped reading: it is done
-        except Exception as err:
-            try:
-                sending.send(('error', err))
-            except Exception:       # an error that cannot be pickled
-                sending.send(('error', RuntimeError(
-                    'reading the store for sync failed:\n'
-                    + traceback.format_exc())))
-        finally:
-            sending.close()
+        packed by a process of its own, started now (ReadingProcess)."""
+        return ReadingProcess(self, limit)
 
     def items(self):
         """(record_id, line to send, the session's Ledger) of every row in
@@ -216,6 +160,113 @@ class StoredBacklog:
             total += _count_lines(path) - _count_lines(
                 ledger.ledger_path(path))
         return max(total, 0)
+
+
+class ReadingProcess:
+    """A backlog's chunks(), read and packed into shipping.LineChunks by a
+    process forked when this is made (it reads the store as this one
+    would), so that the reading and the gzip take a core of their own
+    instead of the uploads' turns at the interpreter (about 12 µs a line
+    and 3 ms a body beside an upload's 4 ms a call), and start while the
+    Azure SDK is imported. A chunk goes through the pipe without its lines
+    (record_ids, lengths and the body: a twentieth of its size), and the
+    pipe is made to hold a megabyte, so the process reads that far ahead
+    and never further: memory stays bounded. An iterator of the chunks;
+    the backlog's sessions and set_aside are the process's once the last
+    one is read, and an error of its reading is raised here. close() (or
+    leaving a with block) stops the process."""
+
+    def __init__(self, backlog: StoredBacklog, limit: int):
+        self.backlog = backlog
+        context = multiprocessing.get_context('fork')
+        self._receiving, sending = context.Pipe(duplex=False)
+        _widen(sending)
+        sys.stdout.flush()          # nothing buffered is written twice
+        sys.stderr.flush()
+        self._reader = context.Process(
+            target=_send_chunks, args=(backlog, sending, limit),
+            daemon=True, name='clusterproof-sync-reader')
+        self._reader.start()
+        sending.close()
+        self._received = self._receive()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> shipping.LineChunk:
+        return next(self._received)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._received.close()
+        self._stop()
+
+    def _receive(self):
+        try:
+            while True:
+                try:
+                    kind, payload = self._receiving.recv()
+                except EOFError:
+                    self._reader.join()
+                    raise RuntimeError(
+                        'the process reading the store for sync stopped '
+                        f'(exit code {self._reader.exitcode}) before it had '
+                        'read every session; nothing it read is lost: run '
+                        '`clusterproof sync` again') from None
+                if kind == 'chunk':
+                    yield payload
+                elif kind == 'done':
+                    self.backlog.sessions, self.backlog.set_aside = payload
+                    return
+                else:
+                    raise payload
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        self._receiving.close()
+        if self._reader.is_alive():
+            self._reader.terminate()
+        self._reader.join()
+
+
+PIPE_BYTES = 1 << 20
+
+
+def _widen(connection) -> None:
+    """Let the pipe hold PIPE_BYTES (Linux; /proc/sys/fs/pipe-max-size is
+    1 MiB unless changed): else it holds 64 KiB, and a writer that is
+    ahead waits for the reader at every body. Best effort."""
+    import fcntl
+    try:
+        fcntl.fcntl(connection.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (AttributeError, OSError):
+        pass
+
+
+def _send_chunks(backlog: StoredBacklog, sending, limit: int) -> None:
+    # Ctrl-C is the sync's to handle: it stops this process
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        for chunk in backlog.chunks(limit):
+            sending.send(('chunk', shipping.LineChunk(chunk)))
+        sending.send(('done', (backlog.sessions, backlog.set_aside)))
+    except BrokenPipeError:
+        pass                    # the sync stopped reading: it is done
+    except Exception as err:
+        try:
+            sending.send(('error', err))
+        except Exception:       # an error that cannot be pickled
+            sending.send(('error', RuntimeError(
+                'reading the store for sync failed:\n'
+                + traceback.format_exc())))
+    finally:
+        sending.close()
 
 
 def _count_lines(path: Path) -> int:
@@ -323,7 +374,8 @@ def ship(rows: list[dict], ledger_of: dict, transport,
 
     delivery = shipping.Delivery(
         transport=transport, record=record, tally=tally, give_up=_give_up,
-        ready=lambda batch: _ledgers_problem(batch, ledger_of),
+        ready=lambda batch: _ledgers_problem(
+            ledger_of[row['record_id']] for row in batch),
         set_aside=lambda row, size, reason: ledger.set_aside(
             ledger.rejected_path(ledger_of[row['record_id']].path), row,
             size, reason))
@@ -337,11 +389,9 @@ def ship(rows: list[dict], ledger_of: dict, transport,
     return tally, None
 
 
-def _ledgers_problem(batch, ledger_of) -> str | None:
-    """Why a ledger of the batch cannot be written now (rows with
-    ledger_of, or stored-line items carrying their ledger)."""
-    for session_ledger in {ledger_of[item['record_id']] if ledger_of
-                           else item[2] for item in batch}:
+def _ledgers_problem(ledgers) -> str | None:
+    """Why one of these ledgers cannot be written now."""
+    for session_ledger in set(ledgers):
         problem = session_ledger.problem()
         if problem:
             return problem
@@ -376,7 +426,8 @@ def ship_stored(chunks, transport, progress=None, total: int = 0,
     def record(batch):
         now = time.time()
         by_ledger = {}
-        for record_id, _, session_ledger in batch:
+        for record_id, session_ledger in zip(batch.record_ids,
+                                             batch.ledgers):
             by_ledger.setdefault(session_ledger, []).append(record_id)
         with ledger_lock:
             for session_ledger, ids in by_ledger.items():
@@ -403,7 +454,7 @@ def ship_stored(chunks, transport, progress=None, total: int = 0,
                             ledger_stopped[0] if ledger_stopped else
                             type(crashed[0]).__name__, len(batch))
                 continue
-            problem = _ledgers_problem(batch, None)
+            problem = _ledgers_problem(batch.ledgers)
             if problem:     # nothing is sent that its ledger cannot hold
                 ledger_stopped.append(problem)
                 tally.leave(problem, len(batch))

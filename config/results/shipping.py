@@ -13,6 +13,7 @@ ledger write that fails stops the delivery at once (LedgerStop).
 """
 from __future__ import annotations
 
+import array
 import collections
 import json
 import random
@@ -72,23 +73,75 @@ def encode_lines(batch: list) -> tuple[bytes, bool]:
     each line one row's JSON as the store holds it): no row is decoded or
     encoded again. A LineChunk carries its body, made already."""
     packed = getattr(batch, 'packed', None)
-    return packed if packed is not None else _packed(_joined(batch))
+    return packed if packed is not None else _packed(
+        _joined(item[1] for item in batch))
 
 
-def _joined(batch) -> bytes:
-    return b'[' + b','.join(item[1] for item in batch) + b']'
+def _joined(lines) -> bytes:
+    return b'[' + b','.join(lines) + b']'
 
 
-class LineChunk(list):
-    """Stored-line items with their body (encode_lines), made where the
-    chunk was made (sync's reading process, which sends it pickled, body
-    and all): one thread allocates every megabyte array (threads that
-    each allocate them spread them over malloc arenas, and the process
-    keeps them), and the upload that takes the chunk sends at once."""
+class LineChunk:
+    """Stored-line items ``(record_id, line, the session's Ledger)`` with
+    their body (encode_lines), made where the chunk was made (sync's
+    reading process): one thread allocates every megabyte array (threads
+    that each allocate them spread them over malloc arenas, and the
+    process keeps them), and the upload that takes the chunk sends at once.
+
+    Pickled, it is its record_ids, ledgers, line lengths and body, not its
+    lines: the lines are cut from the body again only if they are asked
+    for (a 413's halves, a row set aside), which is rare."""
 
     def __init__(self, items):
-        super().__init__(items)
-        self.packed = _packed(_joined(self))
+        self.record_ids = [item[0] for item in items]
+        self.ledgers = [item[2] for item in items]
+        self._lines = [item[1] for item in items]
+        self.packed = _packed(_joined(self._lines))
+
+    def __len__(self) -> int:
+        return len(self.record_ids)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return LineChunk(list(zip(self.record_ids[index],
+                                      self.lines()[index],
+                                      self.ledgers[index])))
+        return self.record_ids[index], self.lines()[index], \
+            self.ledgers[index]
+
+    def __iter__(self):
+        return zip(self.record_ids, self.lines(), self.ledgers)
+
+    def lines(self) -> list[bytes]:
+        if self._lines is None:
+            self._lines = _cut(self.packed, self._lengths)
+        return self._lines
+
+    def __reduce__(self):
+        lengths = (self._lengths if self._lines is None else
+                   array.array('I', map(len, self._lines))).tobytes()
+        return _unpickled_chunk, (self.record_ids, self.ledgers, lengths,
+                                  self.packed)
+
+
+def _unpickled_chunk(record_ids, ledgers, lengths, packed) -> LineChunk:
+    chunk = LineChunk.__new__(LineChunk)
+    chunk.record_ids, chunk.ledgers, chunk.packed = record_ids, ledgers, \
+        packed
+    chunk._lines, chunk._lengths = None, array.array('I', lengths)
+    return chunk
+
+
+def _cut(packed: tuple[bytes, bool], lengths) -> list[bytes]:
+    """The lines of a body _joined() made, from their lengths."""
+    body, gzipped = packed
+    if gzipped:
+        body = zlib.decompress(body, GZIP_WBITS)
+    lines, at = [], 1                   # past the '['
+    for length in lengths:
+        lines.append(body[at:at + length])
+        at += length + 1                # and its ','
+    return lines
 
 
 def _packed(raw: bytes) -> tuple[bytes, bool]:

@@ -225,25 +225,25 @@ def _sync(args) -> int:
                      f'{workspace.workspace_id} ({err}): --verify needs the '
                      f"'Log Analytics Reader' role on it; nothing done")
             return EXIT_USAGE
-    chunks = found.chunks_from_a_process()
-    first = next(chunks, None)
-    if first is None and not args.verify:
-        if found.set_aside:
-            return report(backlog.shipping.Tally(), None,
-                          len(found.set_aside))
-        say('nothing to ship: Log Analytics has accepted every stored row')
-        return EXIT_OK
-    # imported once there is something to ship; imported in a thread of
-    # its own while the first files were read, it was no sooner (both
-    # hold the interpreter) and the first call came later
-    transport = backlog.default_transport()
-    progress = Progress()
-    tally, stopped = backlog.ship_stored(
-        itertools.chain([first] if first else [], chunks), transport,
-        progress, in_flight=args.uploads,
-        # a second read of every file, for the progress line alone
-        total=found.estimate() if progress.on_terminal() else 0)
-    progress.done()
+    with found.chunks_from_a_process() as chunks:
+        # made while that process reads the first files: the Azure SDK's
+        # imports take as long as reading a dozen bodies
+        transport = backlog.default_transport()
+        first = next(chunks, None)
+        if first is None and not args.verify:
+            if found.set_aside:
+                return report(backlog.shipping.Tally(), None,
+                              len(found.set_aside))
+            say('nothing to ship: Log Analytics has accepted every stored '
+                'row')
+            return EXIT_OK
+        progress = Progress()
+        tally, stopped = backlog.ship_stored(
+            itertools.chain([first] if first else [], chunks), transport,
+            progress, in_flight=args.uploads,
+            # a second read of every file, for the progress line alone
+            total=found.estimate() if progress.on_terminal() else 0)
+        progress.done()
     if args.verify and stopped is None:
         missing = _missing_after_verify(args)
         if missing is None:

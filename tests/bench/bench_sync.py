@@ -36,7 +36,8 @@ from pathlib import Path
 
 from config.results import store
 from tests.bench import fleet_store
-from tests.bench.bench_queries import CLI, load_line, run_one
+from tests.bench.bench_queries import (CLI, compiled_as_set_up, load_line,
+                                       run_one)
 from tests.bench.bench_reporting import calls, start_fake
 from tests.helpers import REPO, suite_env
 
@@ -47,6 +48,7 @@ def main(argv=None):
     parser.add_argument('--latency', type=float, default=0.05)
     parser.add_argument('--uploads', type=int, nargs='+', default=[1, 3])
     args = parser.parse_args(argv)
+    compiled_as_set_up()
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         fake = start_fake(work, args.latency, hold_bodies=True,
