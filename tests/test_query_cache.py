@@ -49,6 +49,7 @@ def no_json(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError('JSON lines read')
     monkeypatch.setattr(json_lines, 'read', refuse)
+    monkeypatch.setattr(json_lines, 'write_parquet', refuse)
 
 
 def append(path, text: str, when: float = SETTLED_AT) -> None:
@@ -227,39 +228,58 @@ def test_two_queries_at_once_on_a_cold_cache(home):
     assert len(entries(home)) == 4 and stored(home) == expected
 
 
-def test_entries_are_the_same_however_the_files_are_batched(home,
-                                                           monkeypatch):
+def every_column(home) -> list[tuple]:
+    con = local.connect(home / 'results')
+    return con.execute('SELECT * FROM "ReFrameResults_CL" ORDER BY ALL'
+                       ).fetchall()
+
+
+@pytest.mark.parametrize('memory', ['320MB', '640MB'])   # 1 or 2 at once
+def test_an_entry_holds_what_its_json_lines_read_as_a_table_hold(
+        home, monkeypatch, memory):
+    """Each entry is written straight from its file's JSON lines, as many
+    at once as DuckDB has threads: every column of every row as the table
+    of a session still writing holds it, the unreadable lines left out
+    and counted in the entry's name."""
+    monkeypatch.setenv(local.MEMORY_VARIABLE, memory)
     [first, second, *_] = session_files(home)
     append(first, a_row(first, record_id='torn')[:40])
     append(second, '{"not": "a row"\n')
-    together = stored(home)
-    assert local.unreadable_lines(local.connect(home / 'results')) == 2
-    for entry in entries(home):
-        entry.unlink()
-    monkeypatch.setattr(parquet_cache, 'BATCH_BYTES', 1)   # a file each
-    assert stored(home) == together
+    append(second, a_row(second, record_id='nan', check_perf_value=1.5)
+           .replace('1.5', 'NaN') + '\n')
+    with monkeypatch.context() as nothing_settled:
+        nothing_settled.setattr(parquet_cache, 'settled', lambda stat: False)
+        from_lines = every_column(home)
+        assert entries(home) == []
+    built = every_column(home)
+    assert len(built) > 20
+    assert built == from_lines
+    assert ('nan', None) in {(row[2], row[16]) for row in built}
     names = sorted(e.name for e in entries(home))
     assert len(names) == 4 and sorted(n.rsplit('-', 1)[1] for n in names) \
         == ['0.parquet', '0.parquet', '1.parquet', '1.parquet']
     assert local.unreadable_lines(local.connect(home / 'results')) == 2
+    assert every_column(home) == from_lines
 
 
 def test_a_file_appended_while_it_is_read_keeps_no_entry(home, monkeypatch):
-    """A session appends between the load's stat and its read: the rows
-    read are not kept under the older identity, and the next load reads
-    the new row."""
+    """A session appends between the load's stat and the writing of its
+    entry: nothing is kept under the older identity, the file is read as
+    a session still writing is (with the new row), and the next load
+    keeps its entry."""
     [first, *_] = session_files(home)
-    read = json_lines.read
+    write, appended = json_lines.write_parquet, []
 
-    def read_then_append(con, table, columns, files):
-        lost = read(con, table, columns, files)
-        if str(first) in files:
+    def write_then_append(con, columns, path, target):
+        lost = write(con, columns, path, target)
+        if path == str(first) and not appended:
             append(first, a_row(first, record_id='late') + '\n')
+            appended.append(path)
         return lost
-    monkeypatch.setattr(json_lines, 'read', read_then_append)
-    during = {r[0] for r in stored(home)}
-    assert 'late' not in during and len(entries(home)) == 3
-    monkeypatch.setattr(json_lines, 'read', read)
+    monkeypatch.setattr(json_lines, 'write_parquet', write_then_append)
+    assert 'late' in {r[0] for r in stored(home)}
+    assert len(entries(home)) == 3
+    monkeypatch.setattr(json_lines, 'write_parquet', write)
     assert 'late' in {r[0] for r in stored(home)}
     assert len(entries(home)) == 4
 

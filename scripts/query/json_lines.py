@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 RULES = 2            # 2: folders named key=value are not read as columns
 # Kusto column type -> the DuckDB type that duckdb-kql reads back as it.
@@ -52,10 +53,10 @@ def _finite(column: dict) -> str:
     return f'CASE WHEN isfinite("{name}") THEN "{name}" END AS "{name}"'
 
 
-def read(con, table: str, columns: list[dict], files: list[str]) -> dict:
-    """(Re)creates the temporary *table* with the *columns* of every row of
-    *files*, and the file each came from (``filename``); returns how many
-    lines of each file (those with any) could not be read as a row."""
+def _read_json(files: list[str], columns: list[dict],
+               with_filename: bool = False) -> str:
+    """SQL of the *columns* of every row of *files* (and the file each came
+    from, ``filename``), by the rules above."""
     declared = ', '.join(f'{sql_string(c["name"])}: '
                          f'{sql_string(DUCKDB_TYPES[c["type"]])}'
                          for c in columns)
@@ -64,12 +65,42 @@ def read(con, table: str, columns: list[dict], files: list[str]) -> dict:
     # hive_partitioning: DuckDB otherwise takes a folder of the path named
     # key=value as a column key, over the file's own (https://duckdb.org/
     # docs/stable/data/partitioning/hive_partitioning).
-    con.execute(
-        f'CREATE OR REPLACE TEMP TABLE "{table}" AS SELECT '
-        f'{", ".join(_finite(c) for c in columns)}, filename FROM '
-        f'read_json({sql_list(files)}, columns={{{declared}}}, '
-        "format='newline_delimited', ignore_errors=true, filename=true, "
-        'hive_partitioning=false)')
+    return (f'SELECT {", ".join(_finite(c) for c in columns)}'
+            f'{", filename" if with_filename else ""} FROM '
+            f'read_json({sql_list(files)}, columns={{{declared}}}, '
+            "format='newline_delimited', ignore_errors=true, "
+            f'filename={str(with_filename).lower()}, hive_partitioning=false)')
+
+
+def write_parquet(con, columns: list[dict], path: str, target: str) -> int:
+    """Writes the *columns* of every row of the JSON lines *path* as the
+    Parquet file *target* in one pass; returns how many of its lines could
+    not be read as a row (left out: written again without them, which only
+    a damaged file needs)."""
+    con.execute(f'COPY ({_read_json([path], columns)}) TO '
+                f'{sql_string(target)} (FORMAT parquet)')
+    lost = con.execute(f'SELECT count(*) FROM read_parquet('
+                       f'{sql_string(target)}, hive_partitioning=false) '
+                       'WHERE record_id IS NULL').fetchall()[0][0]
+    if lost:
+        whole = f'{target}.whole'
+        os.replace(target, whole)
+        try:
+            con.execute(f'COPY (SELECT * FROM read_parquet('
+                        f'{sql_string(whole)}, hive_partitioning=false) '
+                        f'WHERE record_id IS NOT NULL) TO '
+                        f'{sql_string(target)} (FORMAT parquet)')
+        finally:
+            os.unlink(whole)
+    return lost
+
+
+def read(con, table: str, columns: list[dict], files: list[str]) -> dict:
+    """(Re)creates the temporary *table* with the *columns* of every row of
+    *files*, and the file each came from (``filename``); returns how many
+    lines of each file (those with any) could not be read as a row."""
+    con.execute(f'CREATE OR REPLACE TEMP TABLE "{table}" AS '
+                f'{_read_json(files, columns, with_filename=True)}')
     lost = dict(con.execute(
         f'SELECT filename, count(*) FROM "{table}" WHERE record_id IS NULL '
         'GROUP BY filename').fetchall())

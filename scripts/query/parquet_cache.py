@@ -29,6 +29,7 @@ import datetime as dt
 import hashlib
 import os
 import re
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -39,7 +40,6 @@ from config.results import store
 from scripts.query import json_lines, sql_cache
 
 SETTLED = dt.timedelta(minutes=10)
-BATCH_BYTES = 64 << 20
 _ENTRY = re.compile(r'^([0-9a-f]{24})-([0-9a-f]{16})-(\d+)\.parquet$')
 _STAGING = '_clusterproof_entry'
 _warned = []           # the one warning a process gives
@@ -64,6 +64,7 @@ class Cache:
         self.writable = True
         self.entries = {}            # (path key, identity key) -> (Path, n)
         self._keys = {}              # (path, identity) -> keys()
+        self._lock = threading.Lock()  # entries, for build()'s threads
         try:
             found = os.scandir(self.where)
         except OSError:
@@ -89,39 +90,40 @@ class Cache:
         """(entry path, unreadable lines) or None."""
         return self.entries.get(self.keys(path, stat))
 
-    def keep(self, con, path: str, stat: os.stat_result,
-             unreadable: int) -> None:
-        """Writes the staged rows of *path* (load() stages every schema
-        column of a batch of files) as its entry, when the file is settled
-        and unchanged since *stat*."""
-        if not self.writable or not settled(stat):
-            return
-        try:
-            again = os.stat(path)
-        except OSError:
-            return
-        if _identity(again) != _identity(stat):
-            return                   # appended while read: next time
+    def build(self, con, path: str, stat: os.stat_result) -> int | None:
+        """Writes the entry of the settled *path* from its JSON lines, when
+        it is unchanged since *stat*; returns its unreadable lines, or None
+        when no entry was kept (the file changed while it was read, or the
+        cache cannot be written): its rows are then read as a session
+        still writing is."""
+        if not self.writable:
+            return None
         path_key, identity = self.keys(path, stat)
-        final = self.where / f'{path_key}-{identity}-{unreadable}.parquet'
-        partial = self.where / f'.{final.name}.{uuid.uuid4().hex}.partial'
+        partial = self.where / f'.{path_key}-{identity}.{uuid.uuid4().hex}' \
+            '.partial'
         try:
             self.where.mkdir(parents=True, exist_ok=True)
-            con.execute(f'COPY (SELECT {json_lines.names(self.columns)} '
-                        f'FROM "{_STAGING}" WHERE filename = '
-                        f'{json_lines.sql_string(path)}) TO '
-                        f'{json_lines.sql_string(str(partial))} '
-                        '(FORMAT parquet)')
+            unreadable = json_lines.write_parquet(con, self.columns, path,
+                                                  str(partial))
+            if _identity(os.stat(path)) != _identity(stat):
+                remove(partial)      # appended while read: next time
+                return None
+            final = self.where / f'{path_key}-{identity}-{unreadable}.parquet'
             os.replace(partial, final)
         except (OSError, duckdb.Error) as err:
-            self.cannot_write(err)
             remove(partial)
-            return
-        for (old_path, old_identity), (old, _) in list(self.entries.items()):
-            if old_path == path_key and old_identity != identity:
-                remove(old)          # the file's earlier contents
-                del self.entries[old_path, old_identity]
-        self.entries[path_key, identity] = (final, unreadable)
+            if isinstance(err, FileNotFoundError) and err.filename == path:
+                return None          # gone since listed
+            self.cannot_write(err)
+            return None
+        with self._lock:
+            for (old_path, old_identity), (old, _) in \
+                    list(self.entries.items()):
+                if old_path == path_key and old_identity != identity:
+                    remove(old)      # the file's earlier contents
+                    del self.entries[old_path, old_identity]
+            self.entries[path_key, identity] = (final, unreadable)
+        return unreadable
 
     def cannot_write(self, err) -> None:
         self.writable = False
@@ -152,11 +154,12 @@ def load(con, table: str, columns: list[dict],
          cache: Cache, read_elsewhere: set[str] = frozenset()
          ) -> tuple[list[str], int]:
     """The entries to read *files* ((path, stat) pairs) from, and the
-    lines that could not be read as a row. The *columns* of every file
-    without a readable entry are inserted into *table* from its JSON lines
-    (an entry kept of each settled one, and read instead when it was
-    written). The entries named in *read_elsewhere* (their rows read from
-    a pack) are not checked."""
+    lines that could not be read as a row. A settled file without a
+    readable entry gets one, written from its JSON lines, and it is read
+    instead; the *columns* of the rest (sessions still writing, a cache
+    that cannot be written) are inserted into *table* from their JSON
+    lines. The entries named in *read_elsewhere* (their rows read from a
+    pack) are not checked."""
     selected = json_lines.names(columns)
     cached, rest, unreadable = [], [], 0
     for path, stat in files:
@@ -178,22 +181,12 @@ def load(con, table: str, columns: list[dict],
             kept.append((path, stat))
         else:
             plain.append(path)
-    for batch in _batches(kept):
-        lost = json_lines.read(con, _STAGING, cache.columns,
-                               [path for path, _ in batch])
-        unkept = []
-        for path, stat in batch:
-            cache.keep(con, path, stat, lost.get(path, 0))
-            entry = cache.find(path, stat)
-            if entry is None:
-                unkept.append(path)
-            else:
-                readable.append(str(entry[0]))
-        if unkept:
-            con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
-                        f'"{_STAGING}" WHERE filename IN '
-                        f'({", ".join(map(json_lines.sql_string, unkept))})')
-        unreadable += sum(lost.values())
+    for (path, stat), lost in zip(kept, _built(con, cache, kept)):
+        if lost is None:
+            plain.append(path)
+        else:
+            readable.append(str(cache.find(path, stat)[0]))
+            unreadable += lost
     if plain:
         lost = json_lines.read(con, _STAGING, columns, plain)
         con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
@@ -203,6 +196,47 @@ def load(con, table: str, columns: list[dict],
     return readable, unreadable
 
 
+def _built(con, cache: Cache, files: list) -> list[int | None]:
+    """cache.build() of each of *files* ((path, stat) pairs), as many at
+    once as DuckDB has threads, each on a cursor of its own (one statement
+    a file reads and writes it in one pass; DuckDB does not use two
+    threads on a file this small, and runs two statements at once)."""
+    if not files:
+        return []
+    workers = min(len(files), int(con.execute(
+        "SELECT current_setting('threads')").fetchall()[0][0]))
+    cursors = [con.cursor() for _ in range(workers)]
+    for cursor in cursors:
+        cursor.execute("SET TimeZone='UTC'")
+    answers = [None] * len(files)
+    taken = iter(range(len(files)))
+    lock = threading.Lock()
+    failed = []                 # what a thread did not expect: raised here
+
+    def build(cursor):
+        try:
+            while not failed:
+                with lock:
+                    index = next(taken, None)
+                if index is None:
+                    return
+                answers[index] = cache.build(cursor, *files[index])
+        except BaseException as err:
+            failed.append(err)
+    threads = [threading.Thread(target=build, args=(cursor,))
+               for cursor in cursors[1:]]
+    for thread in threads:
+        thread.start()
+    build(cursors[0])
+    for thread in threads:
+        thread.join()
+    for cursor in cursors:
+        cursor.close()
+    if failed:
+        raise failed[0]
+    return answers
+
+
 def reading(entries: list[str], selected: str) -> str:
     """SQL of the *selected* columns of every row of *entries*, with
     ``_src`` (the entry) and ``_pos`` (the row's place in it), which name a
@@ -210,20 +244,6 @@ def reading(entries: list[str], selected: str) -> str:
     return (f'SELECT {selected}, filename AS _src, file_row_number AS _pos '
             f'FROM read_parquet({json_lines.sql_list(entries)}, '
             'hive_partitioning=false, filename=true, file_row_number=true)')
-
-
-def _batches(files: list) -> list[list]:
-    """*files* in runs of up to BATCH_BYTES of JSON (one at least): one
-    read of many files is cheaper than a read each, and a batch's every
-    column is held in memory while its entries are written."""
-    batches, size = [], 0
-    for path, stat in files:
-        if not batches or size + stat.st_size > BATCH_BYTES:
-            batches.append([])
-            size = 0
-        batches[-1].append((path, stat))
-        size += stat.st_size
-    return batches
 
 
 def _unreadable_entries(con, cached: list) -> list:
