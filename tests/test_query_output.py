@@ -132,3 +132,17 @@ def laid_out(columns, rows) -> str:
     return ''.join([line([columns[i] for i in shown]),
                     line(['-' * width for width in widths]),
                     *map(line, cells)])
+
+
+def test_printable_escapes_every_control_character_and_nothing_else():
+    """Each code point alone and among others: the C0 and C1 controls and
+    DEL become escapes, every other character stays as it is (printable
+    or not: a text Python finds printable is answered without translate)."""
+    controls = {*range(0x20), *range(0x7f, 0xa0)}
+    for code in [*range(0x3000), *range(0xfff0, 0x10000), 0x1f600,
+                 0xe0001, 0x10ffff]:
+        char = chr(code)
+        expected = {'\n': '\\n', '\r': '\\r', '\t': '\\t'}.get(
+            char, f'\\x{code:02x}') if code in controls else char
+        assert output.printable(char) == expected
+        assert output.printable(f'node {char}-01') == f'node {expected}-01'

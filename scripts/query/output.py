@@ -69,7 +69,9 @@ def printable(text: str) -> str:
     """text with every control character written as an escape (\\x1b,
     \\r, \\n): a stored value can neither drive the terminal nor forge
     table lines."""
-    return text.translate(_ESCAPES)
+    # every character translate() would write again is unprintable, so a
+    # printable text (nearly every cell) is its own answer, found in C
+    return text if text.isprintable() else text.translate(_ESCAPES)
 
 
 def table(result: Result) -> str:
