@@ -166,9 +166,9 @@ class ReadingProcess:
     """A backlog's chunks(), read and packed into shipping.LineChunks by a
     process forked when this is made (it reads the store as this one
     would), so that the reading and the gzip take a core of their own
-    instead of the uploads' turns at the interpreter (about 12 µs a line
-    and 3 ms a body beside an upload's 4 ms a call), and start while the
-    Azure SDK is imported. A chunk goes through the pipe without its lines
+    instead of the uploads' turns at the interpreter (about 7 µs a line
+    and 2 ms a body's gzip beside an upload's 2 ms a call), and start
+    while the Azure SDK is imported. A chunk goes through the pipe without its lines
     (record_ids, lengths and the body: a twentieth of its size), and the
     pipe is made to hold a megabyte, so the process reads that far ahead
     and never further: memory stays bounded. An iterator of the chunks;
