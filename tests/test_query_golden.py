@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.query import json_lines, library, output, parquet_cache, sql_cache
+from scripts.query import (cache_builder, json_lines, library, output,
+                           parquet_cache, sql_cache)
 from scripts.query.runner import Runner
 from tests import query_store
 
@@ -32,21 +33,33 @@ def _no_json(*args, **kwargs):
     raise AssertionError('a warm cache read JSON lines')
 
 
-@pytest.fixture(scope='module', params=['cold', 'warm'])
+@pytest.fixture(scope='module', params=['cold', 'warm', 'for a builder'])
 def runner(request, store_home):
-    """Every test below twice: with an empty Parquet cache (the first
-    connection reads the JSON lines and keeps an entry of each file), then
-    with those entries and no JSON line read at all."""
+    """Every test below three times: with an empty Parquet cache (the
+    first connection reads the JSON lines and keeps an entry of each file),
+    with those entries and no JSON line read at all, and with an empty
+    cache again over the inline limit (each query reads the JSON lines and
+    leaves the entries to a builder, here not started)."""
     home, _ = store_home
     entries = parquet_cache.directory(home / 'results')
     if request.param == 'cold':
         shutil.rmtree(entries, ignore_errors=True)
         yield Runner(results_dir=home / 'results', now=query_store.NOW)
         return
-    assert len(list(entries.glob('*.parquet'))) == 2 * query_store.DAYS
+    if request.param == 'warm':
+        assert len(list(entries.glob('*.parquet'))) == 2 * query_store.DAYS
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(json_lines, 'read', _no_json)
+            yield Runner(results_dir=home / 'results', now=query_store.NOW)
+        return
+    shutil.rmtree(entries, ignore_errors=True)
+    started = []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(json_lines, 'read', _no_json)
+        patch.setenv(cache_builder.INLINE_VARIABLE, '1B')
+        patch.setattr(cache_builder, 'start',
+                      lambda _, __, lock: started.append(os.close(lock)))
         yield Runner(results_dir=home / 'results', now=query_store.NOW)
+    assert started and not list(entries.glob('*.parquet'))
 
 
 def as_rows(result) -> list[dict]:

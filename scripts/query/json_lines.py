@@ -95,15 +95,17 @@ def write_parquet(con, columns: list[dict], path: str, target: str) -> int:
     return lost
 
 
-def read(con, table: str, columns: list[dict], files: list[str]) -> dict:
-    """(Re)creates the temporary *table* with the *columns* of every row of
-    *files*, and the file each came from (``filename``); returns how many
-    lines of each file (those with any) could not be read as a row."""
-    con.execute(f'CREATE OR REPLACE TEMP TABLE "{table}" AS '
-                f'{_read_json(files, columns, with_filename=True)}')
-    lost = dict(con.execute(
-        f'SELECT filename, count(*) FROM "{table}" WHERE record_id IS NULL '
-        'GROUP BY filename').fetchall())
-    if lost:
-        con.execute(f'DELETE FROM "{table}" WHERE record_id IS NULL')
-    return lost
+def read(con, table: str, columns: list[dict], files: list[str]) -> int:
+    """Inserts the *columns* of every line of *files* into *table*, and
+    returns how many of them could not be read as a row: they are rows of
+    nulls (a null record_id), which the reader of *table* leaves out.
+    Deleting them instead would leave gaps in the table's row numbers,
+    which name its rows (local.py)."""
+    before = _null_ids(con, table)
+    con.execute(f'INSERT INTO "{table}" {_read_json(files, columns)}')
+    return _null_ids(con, table) - before
+
+
+def _null_ids(con, table: str) -> int:
+    return con.execute(f'SELECT count(*) FROM "{table}" WHERE record_id IS '
+                       'NULL').fetchall()[0][0]

@@ -96,12 +96,14 @@ _OLDER = '_clusterproof_older_copies'
 
 
 def _load(con, table: str, columns: list[dict], files, every,
-          cache) -> int:
+          cache, once: bool) -> int:
     """The rows of *files* ((path, stat) pairs, of *every* session file) as
     the view *table*, each record once: the Parquet entries of the settled
     ones, or packs of them, read in place by every query (nothing of them
     held in memory between queries), and a table of the rest, read from
-    their JSON lines. Returns how many lines could not be read as a row."""
+    their JSON lines (for a connection that runs *once*, those of files
+    the cache lacks may be too: parquet_cache.load). Returns how many lines
+    could not be read as a row."""
     con.execute(f'CREATE TABLE "{_LINES}" ({json_lines.definitions(columns)})')
     existing = [str(found[0]) for found in
                 (cache.find(path, stat) for path, stat in every) if found]
@@ -109,16 +111,16 @@ def _load(con, table: str, columns: list[dict], files, every,
               (cache.find(path, stat) for path, stat in files) if found}
     packs = parquet_packs.covering(con, cache, wanted, existing)
     entries, unreadable = parquet_cache.load(con, _LINES, columns, files,
-                                             cache, packs.covered)
+                                             cache, packs.covered, once)
     entries = parquet_packs.files_to_read(con, cache, packs, entries)
     selected = json_lines.names(columns)
     parts = [f"SELECT {selected}, '' AS _src, rowid AS _pos "
-             f'FROM "{_LINES}"']
+             f'FROM "{_LINES}" WHERE record_id IS NOT NULL']
     if entries:
         parts.insert(0, parquet_cache.reading(entries, selected))
     con.execute(f'CREATE VIEW "{_ROWS}" AS {" UNION ALL ".join(parts)}')
     rows = f'SELECT {selected} FROM "{_ROWS}"'
-    from_lines = con.execute(f'SELECT count(*) FROM "{_LINES}"'
+    from_lines = con.execute(f'SELECT count(record_id) FROM "{_LINES}"'
                              ).fetchall()[0][0]
     if older_copies.find(con, _ROWS, _OLDER, entries, from_lines, cache):
         rows += f' ANTI JOIN "{_OLDER}" USING (_src, _pos)'
@@ -172,10 +174,12 @@ def _damaged(files, cache: parquet_cache.Cache,
 
 
 def connect(results_dir: Path | None = None, reading: Reading = Reading(),
-            filters: library.Filters | None = None):
+            filters: library.Filters | None = None, once: bool = False):
     """A Connection with the store's rows (those *reading* asks for) as
     ReFrameResults_CL, each record once, and clusterproof_results: the base
-    query (with *filters*) over it."""
+    query (with *filters*) over it. *once*: it will run one query (a store
+    the cache lacks much of is then read as that query reads it, and cached
+    in the background: cache_builder.py)."""
     schema = records.schema()
     # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
     # UTC for KQL's datetimes), without importing duckdb-kql's parser.
@@ -187,7 +191,8 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     every = _every_file(results_dir)
     files = _within(every, reading.start)
     entries = parquet_cache.Cache(results_dir, schema['columns'])
-    unreadable = _load(con, schema['table'], columns, files, every, entries)
+    unreadable = _load(con, schema['table'], columns, files, every, entries,
+                       once)
     con = Connection(con, sql_cache.directory(results_dir), unreadable,
                      _damaged(files, entries, unreadable))
     sql, _ = _translated(con, library.base_after_dedupe(), None)
@@ -261,14 +266,14 @@ _SIZE = re.compile(r'\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]+)\s*',
                    re.IGNORECASE)
 
 
-def memory_bytes(limit: str) -> int:
-    """The bytes of a memory limit such as 640MB, 4G or 1GiB (MB is 1000^2
-    bytes, MiB 2^20); a form DuckDB also takes but this does not (a
-    percentage, none) says what it takes."""
+def memory_bytes(limit: str, variable: str = MEMORY_VARIABLE) -> int:
+    """The bytes of a size such as 640MB, 4G or 1GiB (MB is 1000^2 bytes,
+    MiB 2^20), set as *variable*; a form DuckDB also takes but this does
+    not (a percentage, none) says what it takes."""
     size = _SIZE.fullmatch(limit)
     if not size or size.group(2).lower() not in _UNITS:
         raise QueryFailed(
-            f'{MEMORY_VARIABLE}={limit}: give a number and a unit, e.g. '
+            f'{variable}={limit}: give a number and a unit, e.g. '
             '640MB, 2GB or 1GiB (KB, MB, GB, TB are 1000^i bytes; KiB, '
             'MiB, GiB, TiB 1024^i)')
     return int(float(size.group(1)) * _UNITS[size.group(2).lower()])

@@ -37,11 +37,10 @@ from pathlib import Path
 import duckdb
 
 from config.results import store
-from scripts.query import json_lines, sql_cache
+from scripts.query import cache_builder, json_lines, sql_cache
 
 SETTLED = dt.timedelta(minutes=10)
 _ENTRY = re.compile(r'^([0-9a-f]{24})-([0-9a-f]{16})-(\d+)\.parquet$')
-_STAGING = '_clusterproof_entry'
 _warned = []           # the one warning a process gives
 
 
@@ -151,16 +150,18 @@ def remove(path: Path) -> None:
 
 def load(con, table: str, columns: list[dict],
          files: list[tuple[str, os.stat_result]],
-         cache: Cache, read_elsewhere: set[str] = frozenset()
-         ) -> tuple[list[str], int]:
+         cache: Cache, read_elsewhere: set[str] = frozenset(),
+         once: bool = False) -> tuple[list[str], int]:
     """The entries to read *files* ((path, stat) pairs) from, and the
     lines that could not be read as a row. A settled file without a
     readable entry gets one, written from its JSON lines, and it is read
     instead; the *columns* of the rest (sessions still writing, a cache
     that cannot be written) are inserted into *table* from their JSON
-    lines. The entries named in *read_elsewhere* (their rows read from a
-    pack) are not checked."""
-    selected = json_lines.names(columns)
+    lines, an unreadable line as a row with a null record_id. For a connection that runs *once*, settled files without an
+    entry are inserted too, and their entries left to a builder
+    (cache_builder.py), when they are more than its inline limit. The
+    entries named in *read_elsewhere* (their rows read from a pack) are
+    not checked."""
     cached, rest, unreadable = [], [], 0
     for path, stat in files:
         entry = cache.find(path, stat)
@@ -181,6 +182,9 @@ def load(con, table: str, columns: list[dict],
             kept.append((path, stat))
         else:
             plain.append(path)
+    if once and _left_to_a_builder(cache, kept):
+        plain += [path for path, _ in kept]
+        kept = []
     for (path, stat), lost in zip(kept, _built(con, cache, kept)):
         if lost is None:
             plain.append(path)
@@ -188,12 +192,25 @@ def load(con, table: str, columns: list[dict],
             readable.append(str(cache.find(path, stat)[0]))
             unreadable += lost
     if plain:
-        lost = json_lines.read(con, _STAGING, columns, plain)
-        con.execute(f'INSERT INTO "{table}" SELECT {selected} FROM '
-                    f'"{_STAGING}"')
-        unreadable += sum(lost.values())
-    con.execute(f'DROP TABLE IF EXISTS "{_STAGING}"')
+        unreadable += json_lines.read(con, table, columns, plain)
     return readable, unreadable
+
+
+def _left_to_a_builder(cache: Cache, files: list) -> bool:
+    """Whether the entries of *files* (settled, without one) are left to a
+    builder: when they are more than the inline limit and the builder's
+    lock is free (a builder is then started) or held (one is at work)."""
+    if sum(stat.st_size for _, stat in files) <= \
+            cache_builder.inline_limit():
+        return False
+    try:
+        lock = cache_builder.claim(cache.where)
+    except OSError as err:
+        cache.cannot_write(err)
+        return True
+    if lock is not None:
+        cache_builder.start(cache.results_dir, cache.where, lock)
+    return True
 
 
 def _built(con, cache: Cache, files: list) -> list[int | None]:

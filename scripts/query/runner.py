@@ -53,8 +53,10 @@ class Runner:
             wanted = wanted.union(self._expected)
         if self._reading is not None:
             wanted = wanted.union(self._reading)
+        # with no queries announced, this one may be the only one
         self._con = _engine('local').connect(self.results_dir, wanted,
-                                             self.filters)
+                                             self.filters,
+                                             once=self._expected is None)
         self._reading = wanted
         return self._con
 
