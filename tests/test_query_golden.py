@@ -211,7 +211,8 @@ def test_a_streamed_result_is_the_same_rows_a_chunk_at_a_time(runner):
     from scripts.query import local
     query = library.shipped()['node_outliers']
     whole = runner.run(query)
-    stream = local.stream(runner._local(query), query.text, query_store.NOW,
+    stream = local.stream(runner._local(query, query.text), query.text,
+                          query_store.NOW,
                           chunk_rows=3)
     chunks = list(stream.chunks)
     assert len(chunks) > 1 and all(len(chunk) <= 3 for chunk in chunks)

@@ -30,7 +30,8 @@ import duckdb
 
 from config.results import records, store
 from scripts.query import (json_lines, library, needs, older_copies,
-                           parquet_cache, parquet_packs, sql_cache)
+                           parquet_cache, parquet_packs, sql_cache,
+                           translator)
 from scripts.query.json_lines import sql_string as _sql_string
 from scripts.query.needs import Reading
 from scripts.query.result import QueryFailed, Result, Stream, plain
@@ -130,14 +131,13 @@ def _load(con, table: str, columns: list[dict], files, every,
 
 class Connection:
     """A DuckDB connection over the loaded store, with what its queries
-    need to know once: where their translations are kept, what the load
-    found; everything else (execute, sql, ...) is the DuckDB connection's
-    own."""
+    need to know once: what translates them, what the load found;
+    everything else (execute, sql, ...) is the DuckDB connection's own."""
 
-    def __init__(self, con, cache: Path, unreadable: int,
-                 damaged: list[str]):
+    def __init__(self, con, translated: translator.Translator,
+                 unreadable: int, damaged: list[str]):
         self.duckdb = con
-        self.cache = cache               # sql_cache's directory
+        self.translator = translated
         self.unreadable = unreadable     # lines that could not be read
         self.damaged = damaged           # the files that may hold them
         self.compacted = False
@@ -174,12 +174,14 @@ def _damaged(files, cache: parquet_cache.Cache,
 
 
 def connect(results_dir: Path | None = None, reading: Reading = Reading(),
-            filters: library.Filters | None = None, once: bool = False):
+            filters: library.Filters | None = None, once: bool = False,
+            queries: tuple[str, ...] = (), now: dt.datetime | None = None):
     """A Connection with the store's rows (those *reading* asks for) as
     ReFrameResults_CL, each record once, and clusterproof_results: the base
     query (with *filters*) over it. *once*: it will run one query (a store
     the cache lacks much of is then read as that query reads it, and cached
-    in the background: cache_builder.py)."""
+    in the background: cache_builder.py). *queries* (KQL texts, at *now*)
+    are translated while the store is read (translator.py)."""
     schema = records.schema()
     # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
     # UTC for KQL's datetimes), without importing duckdb-kql's parser.
@@ -188,18 +190,23 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     results_dir = results_dir or store.results_dir()
     _bound_memory(con, results_dir)
     columns = _schema_columns(reading)
-    every = _every_file(results_dir)
-    files = _within(every, reading.start)
-    entries = parquet_cache.Cache(results_dir, schema['columns'])
-    unreadable = _load(con, schema['table'], columns, files, every, entries,
-                       once)
-    con = Connection(con, sql_cache.directory(results_dir), unreadable,
+    translating = translator.Translating(
+        schema['table'], columns, _filter_conditions(filters),
+        sql_cache.directory(results_dir), queries=list(queries), now=now)
+    translating.start()
+    try:
+        every = _every_file(results_dir)
+        files = _within(every, reading.start)
+        entries = parquet_cache.Cache(results_dir, schema['columns'])
+        unreadable = _load(con, schema['table'], columns, files, every,
+                           entries, once)
+    finally:
+        translating.join()
+    with _engine_errors():
+        translated = translating.result()
+    con = Connection(con, translated, unreadable,
                      _damaged(files, entries, unreadable))
-    sql, _ = _translated(con, library.base_after_dedupe(), None)
-    where = _filter_conditions(filters)
-    if where:
-        sql = f'SELECT * FROM ({sql}) WHERE {where}'
-    con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {sql}')
+    con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {translated.base}')
     return con
 
 
@@ -312,34 +319,6 @@ def _kusto_type(duckdb_type) -> str:
     return _KUSTO_TYPES.get(name, 'string')
 
 
-def _translated(con, kql: str, now: dt.datetime | None):
-    """(SQL, parameters) for *kql* on *con*: from the cache when this text
-    was translated before for the same columns, else by duckdb-kql, which
-    is imported only then (its parser costs ~0.25 s of every command)."""
-    con.abort()          # rows an earlier statement left unread, as schema()
-    columns = [list(row) for row in con.sql(_COLUMNS).fetchall()]
-    moment = now or dt.datetime.now(dt.timezone.utc)
-    cached = sql_cache.lookup(con.cache, kql, columns)
-    if cached is not None:
-        sql, clock = cached
-        return sql, sql_cache.clock_parameters(clock, moment)
-    import duckdb_kql
-    import duckdb_kql.engine
-    translated = duckdb_kql.to_sql(kql, schema=duckdb_kql.engine.schema(con),
-                                   query_now=moment)
-    if translated.unbound:
-        raise duckdb_kql.KqlSchemaError(', '.join(translated.unbound))
-    sql_cache.store_translation(con.cache, kql, columns, translated, moment)
-    return str(translated), dict(translated.parameters)
-
-
-# The tables and views a translation depends on (what duckdb-kql's schema()
-# reads), as the translation cache's key.
-_COLUMNS = ('SELECT table_catalog, table_name, column_name, current_database()'
-            ' FROM information_schema.columns ORDER BY table_catalog, '
-            'table_name, ordinal_position')
-
-
 # Rows per chunk of a streamed result.
 CHUNK_ROWS = 10_000
 
@@ -356,7 +335,8 @@ def stream(con, kql: str, now: dt.datetime | None = None,
     the query starts at the first chunk, so *con* is free until then, and
     busy until the last one is read."""
     with _engine_errors():
-        sql, parameters = _translated(con, kql, now)
+        sql, parameters = con.translator.translate(kql, now)
+        con.abort()      # rows an earlier statement left unread
         relation = con.sql(sql, params=parameters) if parameters \
             else con.sql(sql)
         columns, types = list(relation.columns), \

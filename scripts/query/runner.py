@@ -22,14 +22,17 @@ class Runner:
         self._con = None          # a DuckDB connection or a LogsQueryClient
         self._reading = None      # what the local connection has read
         self._expected = None     # what the queries to come will need
+        self._texts = []          # their KQL, translated as the store is read
 
     def expect(self, *queries: str | library.Query) -> None:
         """Say which queries will run, so that the local store is read once
         for all of them (the report runs five)."""
         for query in queries:
-            wanted = self._needs(self._query(query))
+            query = self._query(query)
+            wanted = self._needs(query)
             self._expected = (wanted if self._expected is None
                               else self._expected.union(wanted))
+            self._texts.append(_local_text(query))
 
     @staticmethod
     def _query(name_or_file) -> library.Query:
@@ -40,9 +43,9 @@ class Runner:
         now = self.now or dt.datetime.now(dt.timezone.utc)
         return needs.reading(query, self.filters, now)
 
-    def _local(self, query: library.Query):
+    def _local(self, query: library.Query, text: str):
         """The local connection, read again (once) only when this query
-        needs more of the store than it holds."""
+        (its KQL *text*) needs more of the store than it holds."""
         if self.results_dir is None:
             from config.results import store
             store.existing_home()    # a typo must not answer "no rows"
@@ -54,9 +57,10 @@ class Runner:
         if self._reading is not None:
             wanted = wanted.union(self._reading)
         # with no queries announced, this one may be the only one
-        self._con = _engine('local').connect(self.results_dir, wanted,
-                                             self.filters,
-                                             once=self._expected is None)
+        self._con = _engine('local').connect(
+            self.results_dir, wanted, self.filters,
+            once=self._expected is None,
+            queries=tuple(dict.fromkeys([text, *self._texts])), now=self.now)
         self._reading = wanted
         return self._con
 
@@ -101,14 +105,19 @@ class Runner:
                 self._con = engine.connect()
             return engine.run(self._con, self.workspace,
                               library.compose(query, self.filters)).stream()
-        # Locally clusterproof_results is a view of the connection: the
-        # base, deduplicated once, with the filters.
-        con = self._local(query)
-        text = (f'{library.BASE_FUNCTION}\n'
-                if query.name == library.BASE_NAME and not query.standalone
-                and query.text == library.shipped()[library.BASE_NAME].text
-                else query.text)
-        return _engine('local').stream(con, text, self.now)
+        text = _local_text(query)
+        return _engine('local').stream(self._local(query, text), text,
+                                       self.now)
+
+
+def _local_text(query: library.Query) -> str:
+    """The KQL the local engine runs for *query*: clusterproof_results is
+    a view of its connection (the base, deduplicated once, with the
+    filters), which the shipped base query reads as it is."""
+    if query.name == library.BASE_NAME and not query.standalone \
+            and query.text == library.shipped()[library.BASE_NAME].text:
+        return f'{library.BASE_FUNCTION}\n'
+    return query.text
 
 
 def _name_unreadable_lines(paths: list[str]) -> None:
