@@ -52,6 +52,15 @@ def private_home_and_tmpdir(request, tmp_path_factory, monkeypatch):
         assert not left, f'the test left files of the suite behind: {left}'
 
 
+@pytest.fixture(autouse=True)
+def translations_of_the_test_alone(monkeypatch):
+    """In the tests' own process a query is translated, or found in the
+    test's home, never in the translations set up beside .venv
+    (translate_shipped.py), which would hide one a test means to make."""
+    from scripts.query import sql_cache
+    monkeypatch.setattr(sql_cache, 'shipped', None)
+
+
 @dataclass
 class RunningSandbox:
     dir: Path

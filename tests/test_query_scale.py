@@ -189,8 +189,11 @@ def test_a_cached_translation_does_not_import_the_translator(home):
     import subprocess
     import sys
     from tests.helpers import REPO
+    # a file of the user's own: set-up translated the shipped queries
+    mine = home / 'failures-of-mine.kql'
+    mine.write_text('// mine\n' + library.resolve('failures').text)
     probe = ('import runpy, sys; sys.argv = ["clusterproof", "query", '
-             '"failures", "--json"]\ntry:\n    runpy.run_path('
+             f'"{mine}", "--json"]\ntry:\n    runpy.run_path('
              '"scripts/clusterproof", run_name="__main__")\nexcept '
              'SystemExit:\n    pass\nprint("duckdb_kql" in sys.modules)')
     shutil.rmtree(sql_cache.directory(home / 'results'), ignore_errors=True)

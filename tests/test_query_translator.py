@@ -1,15 +1,17 @@
 """The queries a connection is opened for are translated while the store is
 read, on the translator's own connection (scripts/query/translator.py), and
 give the rows a translation after the load gives; an error in one is raised
-where that query runs."""
+where that query runs. The shipped queries, translated at set-up
+(translate_shipped.py), are not translated again on a new store."""
 import shutil
 import threading
 
 import duckdb_kql
 import pytest
 
-from scripts.query import library, local, sql_cache
+from scripts.query import library, local, sql_cache, translate_shipped
 from scripts.query.runner import Runner
+from scripts.report import model
 from tests import query_store
 from tests.test_query_cache import home  # noqa: F401
 
@@ -69,3 +71,53 @@ def test_an_error_in_a_query_made_ahead_is_raised_where_it_runs(home):
     assert local.run(con, count).rows == expected
     with pytest.raises(local.InvalidQuery, match='nosuch'):
         local.run(con, 'clusterproof_results | where nosuch > 1')
+
+
+QUERIES = [*library.shipped().values(), library.outliers_only()]
+
+
+def answered(home, query) -> list[str]:
+    """The rows, in an order of their own (the base query states none)."""
+    rows = Runner(results_dir=home / 'results', now=query_store.NOW
+                  ).run(query).rows
+    return sorted(map(repr, rows))
+
+
+@pytest.fixture(scope='module')
+def shipped(tmp_path_factory):
+    into = tmp_path_factory.mktemp('share') / 'kql'
+    return into, translate_shipped.translate(into)
+
+
+def test_no_shipped_query_is_translated_on_a_new_store(home, shipped,
+                                                       monkeypatch):
+    """Every query `clusterproof query` and the report run finds its
+    translation where set-up put it: duckdb-kql is never called, and the
+    rows are those of a translation made on the store."""
+    into, count = shipped
+    assert count > len(QUERIES)          # the base for each set of columns
+    expected = [answered(home, query) for query in QUERIES]
+    report = model.gather(Runner(results_dir=home / 'results',
+                                 now=query_store.NOW))
+    shutil.rmtree(sql_cache.directory(home / 'results'))
+    monkeypatch.setattr(sql_cache, 'shipped', into)
+    monkeypatch.setattr(duckdb_kql, 'to_sql', None)      # not translated
+    assert [answered(home, query) for query in QUERIES] == expected
+    again = model.gather(Runner(results_dir=home / 'results',
+                                now=query_store.NOW))
+    assert (again.runs, again.regressions) == (report.runs,
+                                               report.regressions)
+    assert translations(home) == []
+
+
+def test_setting_up_again_translates_every_query_again(shipped,
+                                                       monkeypatch):
+    """Set-up run twice: the second finds the first's translations where
+    it reads, and must not take them for its own (it would then ship
+    none)."""
+    into, count = shipped
+    monkeypatch.setattr(sql_cache, 'shipped', into)
+    before = sorted(path.name for path in into.iterdir())
+    assert translate_shipped.translate(into) == count
+    assert sorted(path.name for path in into.iterdir()) == before
+    assert oct(into.stat().st_mode & 0o777) == '0o755'

@@ -4,7 +4,13 @@ translating a shipped query costs about a second, every time, and the text
 rarely changes. An entry is keyed by the KQL text, the columns of the tables
 it reads (duckdb-kql consults them for joins) and duckdb-kql's version; the
 clock a query reads (ago(), now()) is a parameter of the SQL, bound at each
-run. A cache that cannot be read or written is simply not used."""
+run. A cache that cannot be read or written is simply not used.
+
+The shipped queries are translated once more at set-up
+(translate_shipped.py), as pip compiles what it installs, into SHIPPED of
+the environment that runs them (its duckdb-kql made them): a lookup that
+finds nothing under $CLUSTERPROOF_HOME reads there, so that the first
+command on a new store does not translate."""
 from __future__ import annotations
 
 import datetime as dt
@@ -15,6 +21,12 @@ import json
 import os
 import tempfile
 from pathlib import Path
+
+
+import sys
+
+SHIPPED = Path(sys.prefix) / 'share' / 'clusterproof' / 'kql'
+shipped: Path | None = SHIPPED     # where lookup() reads after the home's
 
 
 def directory(results_dir: Path) -> Path:
@@ -47,12 +59,15 @@ def clock_parameters(clock: str | None, moment: dt.datetime) -> dict:
 
 
 def lookup(where: Path, kql: str, columns):
-    """(SQL, the clock's parameter name or None), or None when not cached."""
-    try:
-        entry = json.loads(_path(where, kql, columns).read_text())
-        return entry['sql'], entry['clock']
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    """(SQL, the clock's parameter name or None) from *where*, else from
+    the shipped translations, or None when neither holds it."""
+    for place in (where, shipped) if shipped else (where,):
+        try:
+            entry = json.loads(_path(place, kql, columns).read_text())
+            return entry['sql'], entry['clock']
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return None
 
 
 def store_translation(where: Path, kql: str, columns, translated,
