@@ -53,10 +53,8 @@ def _finite(column: dict) -> str:
     return f'CASE WHEN isfinite("{name}") THEN "{name}" END AS "{name}"'
 
 
-def _read_json(files: list[str], columns: list[dict],
-               with_filename: bool = False) -> str:
-    """SQL of the *columns* of every row of *files* (and the file each came
-    from, ``filename``), by the rules above."""
+def _read_json(files: list[str], columns: list[dict]) -> str:
+    """SQL of the *columns* of every row of *files*, by the rules above."""
     declared = ', '.join(f'{sql_string(c["name"])}: '
                          f'{sql_string(DUCKDB_TYPES[c["type"]])}'
                          for c in columns)
@@ -65,11 +63,10 @@ def _read_json(files: list[str], columns: list[dict],
     # hive_partitioning: DuckDB otherwise takes a folder of the path named
     # key=value as a column key, over the file's own (https://duckdb.org/
     # docs/stable/data/partitioning/hive_partitioning).
-    return (f'SELECT {", ".join(_finite(c) for c in columns)}'
-            f'{", filename" if with_filename else ""} FROM '
+    return (f'SELECT {", ".join(_finite(c) for c in columns)} FROM '
             f'read_json({sql_list(files)}, columns={{{declared}}}, '
             "format='newline_delimited', ignore_errors=true, "
-            f'filename={str(with_filename).lower()}, hive_partitioning=false)')
+            'hive_partitioning=false)')
 
 
 def write_parquet(con, columns: list[dict], path: str, target: str) -> int:

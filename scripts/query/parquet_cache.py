@@ -157,11 +157,11 @@ def load(con, table: str, columns: list[dict],
     readable entry gets one, written from its JSON lines, and it is read
     instead; the *columns* of the rest (sessions still writing, a cache
     that cannot be written) are inserted into *table* from their JSON
-    lines, an unreadable line as a row with a null record_id. For a connection that runs *once*, settled files without an
-    entry are inserted too, and their entries left to a builder
-    (cache_builder.py), when they are more than its inline limit. The
-    entries named in *read_elsewhere* (their rows read from a pack) are
-    not checked."""
+    lines, an unreadable line as a row with a null record_id. For a
+    connection that runs *once*, settled files without an entry are
+    inserted too, and their entries left to a builder (cache_builder.py),
+    when they are more than its inline limit. The entries named in
+    *read_elsewhere* (their rows read from a pack) are not checked."""
     cached, rest, unreadable = [], [], 0
     for path, stat in files:
         entry = cache.find(path, stat)

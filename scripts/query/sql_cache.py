@@ -19,11 +19,9 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
-
-
-import sys
 
 SHIPPED = Path(sys.prefix) / 'share' / 'clusterproof' / 'kql'
 shipped: Path | None = SHIPPED     # where lookup() reads after the home's
