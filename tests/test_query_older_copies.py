@@ -49,6 +49,26 @@ def test_new_files_are_a_new_set(home):
     assert [row[1] for row in rows if row[0] == record_id] == [-3.0]
 
 
+def test_a_file_written_again_under_its_name_is_a_new_set(home):
+    """The kept answer names rows by their place in a file: an entry (or a
+    pack) written again with its rows in another order must not be read
+    with it, or the wrong copy is left out."""
+    cold = stored(home)
+    entries = parquet_cache.directory(home / 'results')
+    for entry in sorted(entries.glob('*.parquet')):
+        reversed_ = entry.with_name('.reversed')
+        con = duckdb.connect()
+        con.execute(f"COPY (SELECT * FROM read_parquet('{entry}', "
+                    'file_row_number=true) ORDER BY file_row_number DESC) '
+                    f"TO '{reversed_}' (FORMAT parquet)")
+        con.execute(f"COPY (SELECT * EXCLUDE (file_row_number) FROM "
+                    f"read_parquet('{reversed_}')) TO '{entry}' "
+                    '(FORMAT parquet)')
+        reversed_.unlink()
+    assert stored(home) == cold
+    assert len(kept(home)) == 2
+
+
 def test_what_cannot_be_read_is_found_again(home):
     cold = stored(home)
     [answer] = kept(home)

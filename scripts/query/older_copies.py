@@ -51,9 +51,22 @@ def directory(cache: parquet_cache.Cache) -> Path:
 
 def kept_path(cache: parquet_cache.Cache, parquet_files: list[str]) -> Path:
     """Where the answer for these files is kept: named by them, in any
-    order."""
-    return directory(cache) / ('older-' + parquet_cache.key(
-        '\n'.join(sorted(parquet_files)), 24) + '.parquet')
+    order, and by each one's size, mtime and inode. The answer names rows by
+    their place in a file, and a file written again under its name (a
+    damaged pack rebuilt: packs are written in no set row order) may hold
+    them elsewhere."""
+    return directory(cache) / ('older-' + parquet_cache.key('\n'.join(
+        sorted(f'{path} {_identity(path)}' for path in parquet_files)),
+        24) + '.parquet')
+
+
+def _identity(path: str) -> str:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return ''                    # gone: its load fails on its own
+    return f'{found.st_size} {found.st_mtime_ns} {found.st_ino}'
+
 
 
 def _find(con, rows: str, table: str) -> int:
