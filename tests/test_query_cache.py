@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import duckdb
 import pytest
 
 from config.results import records
@@ -260,6 +261,28 @@ def test_an_entry_holds_what_its_json_lines_read_as_a_table_hold(
         == ['0.parquet', '0.parquet', '1.parquet', '1.parquet']
     assert local.unreadable_lines(local.connect(home / 'results')) == 2
     assert every_column(home) == from_lines
+
+
+def test_lines_read_a_file_at_a_time_are_those_read_at_once(home):
+    """json_lines.read in batches (here one file each, every batch but the
+    last compressed before the next) holds the rows one statement reads,
+    and counts the same unreadable lines."""
+    [first, second, *_] = session_files(home)
+    append(first, a_row(first, record_id='torn')[:40])
+    append(second, '{"not": "a row"\n')
+    files = [str(path) for path in session_files(home)]
+    columns = records.schema()['columns']
+    held = []
+    for batch_bytes in (2**40, 1):
+        con = duckdb.connect()
+        con.execute("SET TimeZone='UTC'")
+        table = json_lines.create(con, 'lines', 'rows', columns)
+        unreadable = json_lines.read(con, table, columns, files, batch_bytes)
+        held.append((unreadable, con.execute(
+            f'SELECT * FROM {table} ORDER BY ALL').fetchall()))
+    assert held[0][0] == 2 and len(held[0][1]) > 20
+    assert held[1] == held[0]
+    assert [len(b) for b in json_lines._batches(files, 1)] == [1] * len(files)
 
 
 def test_a_file_appended_while_it_is_read_keeps_no_entry(home, monkeypatch):

@@ -1,7 +1,8 @@
-"""A command of one query on a store whose cache lacks more than the inline
+"""A command on a store whose cache lacks more than the inline
 limit answers from the JSON lines and leaves the entries to a builder
 (scripts/query/cache_builder.py), which starts once the command has exited;
-the report, and a store that lacks little, write the entries themselves."""
+the report does too; a store that lacks little, and the builder's own
+connection, write the entries themselves."""
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ import textwrap
 
 import pytest
 
-from scripts.query import cache_builder, parquet_cache
+from scripts.query import cache_builder, local, parquet_cache
 from scripts.query.result import QueryFailed
 from scripts.query.runner import Runner
 from tests import query_store
@@ -68,11 +69,20 @@ def test_a_small_one_is_cached_by_the_query(home, monkeypatch, started):
     assert len(entries(home)) == len(session_files(home)) and not started
 
 
-def test_the_report_caches_what_it_reads(home, monkeypatch, started):
-    """A connection of many queries writes every entry itself: it reads
-    the store many times, and an entry is read faster than JSON lines."""
-    monkeypatch.setenv(cache_builder.INLINE_VARIABLE, '1B')
-    answers(home, expect=True)
+def test_the_report_leaves_them_to_a_builder_too(home, monkeypatch,
+                                                started):
+    """A connection of many queries reads the lines once too: they are a
+    compressed table every query reads (json_lines.create)."""
+    inline = emptied_over_the_limit(home, monkeypatch)
+    assert answers(home, expect=True) == inline
+    assert entries(home) == []
+    assert started == [(home / 'results', where(home))]
+
+
+def test_the_builders_own_connection_writes_every_entry(home, monkeypatch,
+                                                       started):
+    emptied_over_the_limit(home, monkeypatch)
+    local.connect(home / 'results')
     assert len(entries(home)) == len(session_files(home)) and not started
 
 
@@ -135,7 +145,7 @@ _COMMAND = textwrap.dedent('''
     import sys, time
     from pathlib import Path
     from scripts.query import local
-    local.connect(Path(sys.argv[1]), once=True)
+    local.connect(Path(sys.argv[1]), defer=True)
     print('loaded', flush=True)
     sys.stdin.read()                 # until the test closes it
 ''')

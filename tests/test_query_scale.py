@@ -276,17 +276,34 @@ class OutOfMemoryOnce:
         return getattr(self.con, name)
 
 
-def test_out_of_memory_before_any_row_compacts_the_table_once(home):
-    con = local.connect(home / 'results')
-    expected = local.run(con, 'clusterproof_results | count').rows
+def test_out_of_memory_before_any_row_moves_the_json_rows_to_parquet(
+        tmp_path):
+    query_store.build(tmp_path)      # just written: read from JSON lines
+    con = local.connect(tmp_path / 'results')
+    counted = ('clusterproof_results | summarize rows = count(), '
+               'ids = dcount(record_id), total = sum(check_perf_value)')
+    expected = local.run(con, counted).rows
+    assert expected[0][0] == expected[0][1]      # the twice-stored row once
     flaky = OutOfMemoryOnce(con)
-    assert local.run(flaky, 'clusterproof_results | count').rows == expected
+    assert local.run(flaky, counted).rows == expected
     assert flaky.failed
-    assert con.compacted
-    # compacted already: a second shortage is the error naming the setting
+    spilled = con.spilled
+    assert spilled.parent == tmp_path / 'cache' / 'duckdb'
+    assert duckdb.sql(f"SELECT count(*) FROM '{spilled}'").fetchall() == \
+        [(expected[0][0] + 1,)]       # every row read, the older copy too
+    # moved already: a second shortage is the error naming the setting
     again = OutOfMemoryOnce(con)
     with pytest.raises(local.QueryFailed, match=local.MEMORY_VARIABLE):
-        local.run(again, 'clusterproof_results | count')
+        local.run(again, counted)
+    con.close()
+    assert not spilled.exists()
+
+
+def test_out_of_memory_with_every_row_from_entries_is_the_error(home):
+    con = local.connect(home / 'results')
+    with pytest.raises(local.QueryFailed, match=local.MEMORY_VARIABLE):
+        local.run(OutOfMemoryOnce(con), 'clusterproof_results | count')
+    assert con.spilled is None
 
 
 class Statements:
@@ -308,7 +325,7 @@ class Statements:
 
 
 def test_a_query_asks_its_connection_for_nothing_but_itself(home):
-    """A translated query runs itself on the connection, and nothing
+    """A translated query runs itself on the connection, once, and nothing
     else: the schema it is translated for is the translator's own
     connection's (translator.py)."""
     con = local.connect(home / 'results')
@@ -317,5 +334,5 @@ def test_a_query_asks_its_connection_for_nothing_but_itself(home):
     watched = Statements(con)
     assert local.run(watched, text).rows == expected
     seen = watched.seen
-    assert len(seen) == 2 and seen[0] == seen[1]  # its relation, its rows
+    assert len(seen) == 1       # its rows, their columns from its cursor
     assert 'clusterproof_results' in seen[0]

@@ -143,8 +143,8 @@ def run(args) -> int:
               output.write_csv if args.csv else output.write_table)
     try:
         # rows are printed as they are read (node_outliers --all at a
-        # million rows is never held); notes first, as the connection is
-        # free until the first chunk
+        # million rows is never held); the notes, which ask the connection
+        # nothing, before them
         stream = runner.stream(args.query)
         for note in runner.notes():
             print(f'clusterproof query: note: {note}', file=sys.stderr)

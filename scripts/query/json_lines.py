@@ -92,17 +92,62 @@ def write_parquet(con, columns: list[dict], path: str, target: str) -> int:
     return lost
 
 
-def read(con, table: str, columns: list[dict], files: list[str]) -> int:
-    """Inserts the *columns* of every line of *files* into *table*, and
-    returns how many of them could not be read as a row: they are rows of
-    nulls (a null record_id), which the reader of *table* leaves out.
-    Deleting them instead would leave gaps in the table's row numbers,
-    which name its rows (local.py)."""
+def create(con, database: str, table: str, columns: list[dict]) -> str:
+    """Creates *table*, for the *columns* of JSON lines, in an in-memory
+    database of its own attached with COMPRESS, and returns its name as
+    SQL. DuckDB compresses such a table when the database is checkpointed
+    (https://duckdb.org/docs/stable/sql/statements/checkpoint, "In-memory
+    tables also support compression"): the report's 39 columns of 1M rows
+    held 485 MiB as inserted and 42 MiB once checkpointed."""
+    con.execute(f"ATTACH ':memory:' AS \"{database}\" (COMPRESS)")
+    name = f'"{database}"."{table}"'
+    con.execute(f'CREATE TABLE {name} ({definitions(columns)})')
+    return name
+
+
+def read(con, table: str, columns: list[dict], files: list[str],
+         batch_bytes: int) -> int:
+    """Inserts the *columns* of every line of *files* into *table* (made by
+    create()), at most *batch_bytes* of them per statement, the rows before
+    compressed before the next batch is read (compressing the last would
+    cost more than it saves), so that the rows held as inserted stay below
+    what one batch makes; returns how many lines could not be
+    read as a row: they are rows of nulls (a null record_id), which the
+    reader of *table* leaves out. Deleting them instead would leave gaps in
+    the table's row numbers, which name its rows (local.py). The rows go in
+    no set order (preserve_insertion_order off): in order, DuckDB inserts
+    with one thread once memory runs short (11 s instead of 5.5 s at 1M
+    rows and 640MB)."""
+    database = table.split('.', 1)[0]
     before = _null_ids(con, table)
-    con.execute(f'INSERT INTO "{table}" {_read_json(files, columns)}')
+    for number, batch in enumerate(_batches(files, batch_bytes)):
+        if number:
+            con.execute(f'CHECKPOINT {database}')
+        con.execute('SET preserve_insertion_order = false')
+        try:
+            con.execute(f'INSERT INTO {table} {_read_json(batch, columns)}')
+        finally:
+            con.execute('RESET preserve_insertion_order')
     return _null_ids(con, table) - before
 
 
+def _batches(files: list[str], most: int):
+    """*files* in runs of at most *most* bytes (a larger file alone)."""
+    batch, size = [], 0
+    for path in files:
+        try:
+            length = os.path.getsize(path)
+        except OSError:
+            length = 0                # gone: the read says so
+        if batch and size + length > most:
+            yield batch
+            batch, size = [], 0
+        batch.append(path)
+        size += length
+    if batch:
+        yield batch
+
+
 def _null_ids(con, table: str) -> int:
-    return con.execute(f'SELECT count(*) FROM "{table}" WHERE record_id IS '
+    return con.execute(f'SELECT count(*) FROM {table} WHERE record_id IS '
                        'NULL').fetchall()[0][0]

@@ -9,7 +9,7 @@ queries of that connection need (a `Reading`): the session files that can
 hold rows of their window, the columns they name. The Parquet copies are
 read in place by every query (no copy of their rows held in memory between
 queries: memory follows the query, not the history); the rows of files
-without a copy are a table. Each record is kept once (the base's
+without a copy are a table, kept compressed (json_lines.create). Each record is kept once (the base's
 ``arg_max(TimeGenerated, *) by record_id``): the older copies of a record
 stored twice are found at load, with DuckDB's window function, and left out
 by an anti join (nothing to do when record_ids are already unique);
@@ -24,6 +24,8 @@ import datetime as dt
 import os
 import re
 import sys
+import uuid
+import weakref
 from pathlib import Path
 
 import duckdb
@@ -88,45 +90,57 @@ def _schema_columns(reading: Reading) -> list[dict]:
             if wanted is None or c['name'] in wanted]
 
 
-# The rows read from JSON lines (the sessions without a cache entry); every
+# The rows read from JSON lines (the sessions without a cache entry), in a
+# compressed in-memory database of their own (json_lines.create); every
 # stored row with what names it (_src, _pos); the older copies of records
 # stored more than once.
+_JSON_DB = '_clusterproof_json'
 _LINES = '_clusterproof_lines'
 _ROWS = '_clusterproof_rows'
 _OLDER = '_clusterproof_older_copies'
 
 
 def _load(con, table: str, columns: list[dict], files, every,
-          cache, once: bool) -> int:
+          cache, defer: bool) -> tuple[int, str, str | None]:
     """The rows of *files* ((path, stat) pairs, of *every* session file) as
     the view *table*, each record once: the Parquet entries of the settled
     ones, or packs of them, read in place by every query (nothing of them
     held in memory between queries), and a table of the rest, read from
-    their JSON lines (for a connection that runs *once*, those of files
-    the cache lacks may be too: parquet_cache.load). Returns how many lines
-    could not be read as a row."""
-    con.execute(f'CREATE TABLE "{_LINES}" ({json_lines.definitions(columns)})')
+    their JSON lines (with *defer*, those of files the cache lacks may be
+    too: parquet_cache.load). Returns how many lines could not be read as
+    a row, the table's SQL name, and the SQL that reads the entries."""
+    lines = json_lines.create(con, _JSON_DB, _LINES, columns)
     existing = [str(found[0]) for found in
                 (cache.find(path, stat) for path, stat in every) if found]
     wanted = {found[0].name for found in
               (cache.find(path, stat) for path, stat in files) if found}
     packs = parquet_packs.covering(con, cache, wanted, existing)
-    entries, unreadable = parquet_cache.load(con, _LINES, columns, files,
-                                             cache, packs.covered, once)
+    entries, unreadable = parquet_cache.load(
+        con, lines, columns, files, cache, memory_bytes(memory_limit()),
+        packs.covered, defer)
     entries = parquet_packs.files_to_read(con, cache, packs, entries)
     selected = json_lines.names(columns)
-    parts = [f"SELECT {selected}, '' AS _src, rowid AS _pos "
-             f'FROM "{_LINES}" WHERE record_id IS NOT NULL']
-    if entries:
-        parts.insert(0, parquet_cache.reading(entries, selected))
-    con.execute(f'CREATE VIEW "{_ROWS}" AS {" UNION ALL ".join(parts)}')
+    from_entries = parquet_cache.reading(entries, selected) if entries \
+        else None
+    _rows_view(con, selected, from_entries,
+               f"SELECT {selected}, '' AS _src, rowid AS _pos "
+               f'FROM {lines} WHERE record_id IS NOT NULL')
     rows = f'SELECT {selected} FROM "{_ROWS}"'
-    from_lines = con.execute(f'SELECT count(record_id) FROM "{_LINES}"'
+    from_lines = con.execute(f'SELECT count(record_id) FROM {lines}'
                              ).fetchall()[0][0]
     if older_copies.find(con, _ROWS, _OLDER, entries, from_lines, cache):
         rows += f' ANTI JOIN "{_OLDER}" USING (_src, _pos)'
     con.execute(f'CREATE VIEW "{table}" AS {rows}')
-    return unreadable
+    return unreadable, lines, from_entries
+
+
+def _rows_view(con, selected: str, from_entries: str | None,
+               from_lines: str) -> None:
+    """The view of every stored row read (_ROWS), from the entries and the
+    rows read from JSON lines; replaced when the latter move (spill)."""
+    parts = [part for part in (from_entries, from_lines) if part]
+    con.execute(f'CREATE OR REPLACE VIEW "{_ROWS}" AS '
+                f'{" UNION ALL ".join(parts)}')
 
 
 class Connection:
@@ -135,30 +149,49 @@ class Connection:
     everything else (execute, sql, ...) is the DuckDB connection's own."""
 
     def __init__(self, con, translated: translator.Translator,
-                 unreadable: int, damaged: list[str]):
+                 unreadable: int, damaged: list[str], loaded: tuple):
         self.duckdb = con
         self.translator = translated
         self.unreadable = unreadable     # lines that could not be read
         self.damaged = damaged           # the files that may hold them
-        self.compacted = False
+        # (the table of rows read from JSON lines, the SQL that reads the
+        # entries, the columns, where spills go)
+        self._loaded = loaded
+        self.spilled = None              # where spill() put those rows
 
     def __getattr__(self, name):
         return getattr(self.duckdb, name)
 
-    def compact(self) -> bool:
-        """Writes the table of rows read from JSON lines again in one
-        statement (in the same order: its row numbers name the copies to
-        leave out), once; False when it was already (nothing more to
-        gain)."""
-        if self.compacted:
+    def spill(self) -> bool:
+        """Writes the rows read from JSON lines to a Parquet file beside
+        DuckDB's own spills and reads them from there, as entries are read,
+        once; False when there is nothing (more) to move. A query that ran
+        out of memory over them may then fit: at 1M rows and 640MB, cold
+        node_outliers --all failed over the table and ran over the file.
+        The file is removed when the connection is closed or collected, or
+        the process exits."""
+        lines, from_entries, selected, where = self._loaded
+        if self.spilled or not self.duckdb.execute(
+                f'SELECT count(*) FROM {lines}').fetchall()[0][0]:
             return False
-        self.duckdb.execute(f'CREATE TABLE "{_LINES}_compact" AS SELECT * '
-                            f'FROM "{_LINES}" ORDER BY rowid')
-        self.duckdb.execute(f'DROP TABLE "{_LINES}"')
-        self.duckdb.execute(f'ALTER TABLE "{_LINES}_compact" RENAME TO '
-                            f'"{_LINES}"')
-        self.compacted = True
+        where.mkdir(parents=True, exist_ok=True)
+        path = where / f'json-lines-{os.getpid()}-{uuid.uuid4().hex}.parquet'
+        self._removal = weakref.finalize(self, parquet_cache.remove, path)
+        self.duckdb.execute(
+            f'COPY (SELECT {selected}, rowid AS _pos FROM {lines} WHERE '
+            f'record_id IS NOT NULL) TO {_sql_string(str(path))} '
+            '(FORMAT parquet)')
+        _rows_view(self.duckdb, selected, from_entries,
+                   f"SELECT {selected}, '' AS _src, _pos FROM read_parquet("
+                   f'{_sql_string(str(path))}, hive_partitioning=false)')
+        self.duckdb.execute(f'DROP TABLE {lines}')
+        self.spilled = path
         return True
+
+    def close(self) -> None:
+        self.duckdb.close()
+        if self.spilled:
+            self._removal()
 
 
 def _damaged(files, cache: parquet_cache.Cache,
@@ -174,13 +207,14 @@ def _damaged(files, cache: parquet_cache.Cache,
 
 
 def connect(results_dir: Path | None = None, reading: Reading = Reading(),
-            filters: library.Filters | None = None, once: bool = False,
+            filters: library.Filters | None = None, defer: bool = False,
             queries: tuple[str, ...] = (), now: dt.datetime | None = None):
     """A Connection with the store's rows (those *reading* asks for) as
     ReFrameResults_CL, each record once, and clusterproof_results: the base
-    query (with *filters*) over it. *once*: it will run one query (a store
-    the cache lacks much of is then read as that query reads it, and cached
-    in the background: cache_builder.py). *queries* (KQL texts, at *now*)
+    query (with *filters*) over it. *defer*: a store the cache lacks much
+    of is read as its queries read it, and cached in the background
+    (cache_builder.py), as a command's connection is. *queries* (KQL
+    texts, at *now*)
     are translated while the store is read (translator.py)."""
     schema = records.schema()
     # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
@@ -198,14 +232,16 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
         every = _every_file(results_dir)
         files = _within(every, reading.start)
         entries = parquet_cache.Cache(results_dir, schema['columns'])
-        unreadable = _load(con, schema['table'], columns, files, every,
-                           entries, once)
+        unreadable, lines, from_entries = _load(
+            con, schema['table'], columns, files, every, entries, defer)
     finally:
         translating.join()
     with _engine_errors():
         translated = translating.result()
     con = Connection(con, translated, unreadable,
-                     _damaged(files, entries, unreadable))
+                     _damaged(files, entries, unreadable),
+                     (lines, from_entries, json_lines.names(columns),
+                      _spill_directory(results_dir)))
     con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {translated.base}')
     return con
 
@@ -235,12 +271,16 @@ def memory_limit() -> str:
     return os.environ.get(MEMORY_VARIABLE) or DEFAULT_MEMORY
 
 
+def _spill_directory(results_dir: Path) -> Path:
+    return sql_cache.directory(results_dir).parent / 'duckdb'
+
+
 def _bound_memory(con, results_dir: Path) -> None:
     """Spills go beside the store (cache/duckdb), never to the current
     directory (DuckDB's default for an in-memory database); one thread per
     THREAD_MEMORY of the limit (threads_for). A limit DuckDB refuses is its
     error, naming the variable."""
-    spill = sql_cache.directory(results_dir).parent / 'duckdb'
+    spill = _spill_directory(results_dir)
     limit = memory_limit()
     try:
         con.execute(f'SET memory_limit = {_sql_string(limit)}')
@@ -331,24 +371,23 @@ def run(con, kql: str, now: dt.datetime | None = None) -> Result:
 
 def stream(con, kql: str, now: dt.datetime | None = None,
            chunk_rows: int = CHUNK_ROWS) -> Stream:
-    """*kql*'s columns now, and its rows a chunk at a time as they are read:
-    the query starts at the first chunk, so *con* is free until then, and
-    busy until the last one is read."""
+    """*kql*'s columns, and its rows a chunk at a time as they are read.
+    The query runs now, its first chunk read, and *con* is busy until the
+    last one is: the columns come from the query's own cursor (asking
+    DuckDB for them first bound every query twice, 0.8 s of the report)."""
     with _engine_errors():
         sql, parameters = con.translator.translate(kql, now)
         con.abort()      # rows an earlier statement left unread
-        relation = con.sql(sql, params=parameters) if parameters \
-            else con.sql(sql)
-        columns, types = list(relation.columns), \
-            [_kusto_type(t) for t in relation.types]
-    return Stream(columns, types, _chunks(con, sql, parameters, types,
-                                          chunk_rows))
+        cursor, fetched = _first_chunk(con, sql, parameters, chunk_rows)
+        described = cursor.description
+    types = [_kusto_type(column[1]) for column in described]
+    return Stream([column[0] for column in described], types,
+                  _chunks(cursor, fetched, types, chunk_rows))
 
 
-def _chunks(con, sql, parameters, types, chunk_rows):
+def _chunks(cursor, fetched, types, chunk_rows):
     converters = [_converter(kind) for kind in types]
     with _engine_errors():
-        cursor, fetched = _first_chunk(con, sql, parameters, chunk_rows)
         while fetched:
             yield [[convert(value) for convert, value in zip(converters, row)]
                    for row in fetched]
@@ -356,17 +395,15 @@ def _chunks(con, sql, parameters, types, chunk_rows):
 
 
 def _first_chunk(con, sql, parameters, chunk_rows):
-    """The cursor and its first rows. Out of memory before any row (a final
-    sort, as node_outliers --all's of 1M rows at 640MB did while every row
-    was in a table), the table of rows read from JSON lines (all of them
-    when the cache cannot be written) is written again in one statement
-    and the query run once more: DuckDB holds a table grown by inserts less
-    compactly, and that sort fitted over the copy."""
+    """The cursor and its first rows. Out of memory before any row (cold
+    node_outliers --all's final sort of 1M rows at 640MB), the rows read
+    from JSON lines are moved to a Parquet file (Connection.spill) and the
+    query run once more."""
     try:
         cursor = con.execute(sql, parameters or None)
         return cursor, cursor.fetchmany(chunk_rows)
     except duckdb.OutOfMemoryException:
-        if not con.compact():
+        if not con.spill():
             raise
     cursor = con.execute(sql, parameters or None)
     return cursor, cursor.fetchmany(chunk_rows)

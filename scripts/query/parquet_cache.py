@@ -150,17 +150,19 @@ def remove(path: Path) -> None:
 
 def load(con, table: str, columns: list[dict],
          files: list[tuple[str, os.stat_result]],
-         cache: Cache, read_elsewhere: set[str] = frozenset(),
-         once: bool = False) -> tuple[list[str], int]:
+         cache: Cache, batch_bytes: int,
+         read_elsewhere: set[str] = frozenset(),
+         defer: bool = False) -> tuple[list[str], int]:
     """The entries to read *files* ((path, stat) pairs) from, and the
     lines that could not be read as a row. A settled file without a
     readable entry gets one, written from its JSON lines, and it is read
     instead; the *columns* of the rest (sessions still writing, a cache
     that cannot be written) are inserted into *table* from their JSON
-    lines, an unreadable line as a row with a null record_id. For a
-    connection that runs *once*, settled files without an entry are
-    inserted too, and their entries left to a builder (cache_builder.py),
-    when they are more than its inline limit. The entries named in
+    lines (json_lines.read, *batch_bytes* at a time), an unreadable line
+    as a row with a null record_id. With *defer*, settled files without an
+    entry are inserted too, and their entries left to a builder
+    (cache_builder.py), when they are more than its inline limit. The
+    entries named in
     *read_elsewhere* (their rows read from a pack) are not checked."""
     cached, rest, unreadable = [], [], 0
     for path, stat in files:
@@ -182,7 +184,7 @@ def load(con, table: str, columns: list[dict],
             kept.append((path, stat))
         else:
             plain.append(path)
-    if once and _left_to_a_builder(cache, kept):
+    if defer and _left_to_a_builder(cache, kept):
         plain += [path for path, _ in kept]
         kept = []
     for (path, stat), lost in zip(kept, _built(con, cache, kept)):
@@ -192,7 +194,8 @@ def load(con, table: str, columns: list[dict],
             readable.append(str(cache.find(path, stat)[0]))
             unreadable += lost
     if plain:
-        unreadable += json_lines.read(con, table, columns, plain)
+        unreadable += json_lines.read(con, table, columns, plain,
+                                      batch_bytes)
     return readable, unreadable
 
 

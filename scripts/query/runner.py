@@ -56,10 +56,8 @@ class Runner:
             wanted = wanted.union(self._expected)
         if self._reading is not None:
             wanted = wanted.union(self._reading)
-        # with no queries announced, this one may be the only one
         self._con = _engine('local').connect(
-            self.results_dir, wanted, self.filters,
-            once=self._expected is None,
+            self.results_dir, wanted, self.filters, defer=True,
             queries=tuple(dict.fromkeys([text, *self._texts])), now=self.now)
         self._reading = wanted
         return self._con
