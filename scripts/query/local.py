@@ -9,8 +9,9 @@ queries of that connection need (a `Reading`): the session files that can
 hold rows of their window, the columns they name. The Parquet copies are
 read in place by every query (no copy of their rows held in memory between
 queries: memory follows the query, not the history); the rows of files
-without a copy are a table, kept compressed (json_lines.create). Each record is kept once (the base's
-``arg_max(TimeGenerated, *) by record_id``): the older copies of a record
+without a copy are a table, kept compressed (json_lines.create). Each
+record is kept once (the base's ``arg_max(TimeGenerated, *) by
+record_id``): the older copies of a record
 stored twice are found at load, with DuckDB's window function, and left out
 by an anti join (nothing to do when record_ids are already unique);
 ``clusterproof_results`` is a view of the rest of results.kql, so every
@@ -214,8 +215,8 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     query (with *filters*) over it. *defer*: a store the cache lacks much
     of is read as its queries read it, and cached in the background
     (cache_builder.py), as a command's connection is. *queries* (KQL
-    texts, at *now*)
-    are translated while the store is read (translator.py)."""
+    texts, at *now*) are translated while the store is read
+    (translator.py)."""
     schema = records.schema()
     # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
     # UTC for KQL's datetimes), without importing duckdb-kql's parser.
