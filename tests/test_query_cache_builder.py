@@ -3,6 +3,7 @@ limit answers from the JSON lines and leaves the entries to a builder
 (scripts/query/cache_builder.py), which starts once the command has exited;
 the report does too; a store that lacks little, and the builder's own
 connection, write the entries themselves."""
+import datetime as dt
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ import textwrap
 
 import pytest
 
-from scripts.query import cache_builder, local, parquet_cache
+from scripts.query import cache_builder, library, local, parquet_cache
 from scripts.query.result import QueryFailed
 from scripts.query.runner import Runner
 from tests import query_store
@@ -67,6 +68,34 @@ def test_a_small_one_is_cached_by_the_query(home, monkeypatch, started):
     monkeypatch.setenv(cache_builder.INLINE_VARIABLE, '1GB')
     answers(home)
     assert len(entries(home)) == len(session_files(home)) and not started
+
+
+def test_a_window_of_a_store_that_lacks_much_leaves_its_few_too(
+        tmp_path, monkeypatch, started):
+    """A day's files alone are within the inline limit, but the builder the
+    rest needs would write theirs too: the query writes none."""
+    query_store.build(tmp_path, days=3)
+    query_store.settle(tmp_path)
+    since = query_store.NOW - dt.timedelta(days=1)
+    window = [path for path in session_files(tmp_path)
+              if path.stat().st_mtime >=
+              (since - local.CLOCK_SLACK).timestamp()]
+    assert 0 < len(window) < len(session_files(tmp_path))
+
+    def in_window():
+        runner = Runner(results_dir=tmp_path / 'results',
+                        now=query_store.NOW,
+                        filters=library.Filters(since=since))
+        return runner.run('trends').rows, runner.notes()
+    inline = in_window()
+    assert inline[0]
+    for entry in entries(tmp_path):
+        entry.unlink()
+    monkeypatch.setenv(cache_builder.INLINE_VARIABLE,
+                       f'{sum(path.stat().st_size for path in window)}B')
+    assert in_window() == inline
+    assert entries(tmp_path) == []
+    assert started == [(tmp_path / 'results', where(tmp_path))]
 
 
 def test_the_report_leaves_them_to_a_builder_too(home, monkeypatch,

@@ -4,7 +4,9 @@ and whatever it leaves out, every shipped query answers the rows it would
 answer reading everything, deduplicating with results.kql itself."""
 import datetime as dt
 import json
+import os
 import shutil
+import time
 
 import duckdb
 import duckdb_kql
@@ -297,6 +299,24 @@ def test_out_of_memory_before_any_row_moves_the_json_rows_to_parquet(
         local.run(again, counted)
     con.close()
     assert not spilled.exists()
+
+
+def test_a_spill_a_killed_process_left_is_removed_by_a_later_one(tmp_path):
+    query_store.build(tmp_path)
+    where = tmp_path / 'cache' / 'duckdb'
+    where.mkdir(parents=True)
+    left = where / 'json-lines-1-0f.parquet'      # its process was killed
+    recent = where / 'json-lines-2-1e.parquet'    # another query's, at work
+    other = where / 'duckdb_temp_storage-0.tmp'   # DuckDB's own
+    for path in (left, recent, other):
+        path.write_bytes(b'PAR1')
+    old = time.time() - local.STALE_SPILL.total_seconds() - 60
+    for path in (left, other):
+        os.utime(path, (old, old))
+    con = local.connect(tmp_path / 'results')
+    assert con.spill()
+    assert not left.exists() and recent.exists() and other.exists()
+    con.close()
 
 
 def test_out_of_memory_with_every_row_from_entries_is_the_error(home):

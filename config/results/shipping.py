@@ -22,6 +22,8 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+from . import batching
+
 # The Logs Ingestion API takes at most 1 MB per call, "both compressed and
 # uncompressed data" (https://learn.microsoft.com/azure/azure-monitor/
 # fundamentals/service-limits#logs-ingestion-api): the JSON itself stays
@@ -160,19 +162,10 @@ def row_size(row: dict) -> int:
 
 def chunks(rows, limit: int = MAX_BODY, size_of=row_size):
     """Consecutive lists of rows whose JSON array stays under limit bytes
-    (*size_of* a row: its JSON and a comma); a row alone over the limit is
-    a chunk of its own (the API will say 413 and it is reported, not
-    retried)."""
-    chunk, size = [], 2
-    for row in rows:
-        grows = size_of(row)
-        if chunk and size + grows > limit:
-            yield chunk
-            chunk, size = [], 2
-        chunk.append(row)
-        size += grows
-    if chunk:
-        yield chunk
+    (*size_of* a row: its JSON and a comma; the brackets two more); a row
+    alone over the limit is a chunk of its own (the API will say 413 and it
+    is reported, not retried)."""
+    return batching.runs_under(rows, limit, size_of, start=2)
 
 
 def retry_after_seconds(value) -> float | None:

@@ -2,18 +2,20 @@
 
 A command (``clusterproof query``, ``report``, ``baseline``: every
 connection a Runner opens) that finds more than its inline limit
-(INLINE_VARIABLE, DEFAULT_INLINE) of settled JSON lines without an entry
-(the first query of a store, or after the cache was removed) reads them
-into its table with only its own columns, as plain DuckDB would, answers,
-and leaves the entries to a builder: a process of its own (``nice`` 19, in
-a session of its own, its errors in the cache's builder.log) that waits
-until the command has exited and then loads the whole store as a query
-does, writing every missing entry and pack. Writing every column of a year
-of results costs about twice what a query alone does, so the first answer
-comes no later than it would without a cache, and the commands after the
-builder find every entry. The report reads 39 of the 50 columns, so it
-would gain less from a cache written first; its six queries read the
-table, which DuckDB keeps compressed (json_lines.create).
+(INLINE_VARIABLE, DEFAULT_INLINE) of settled JSON lines without an entry in
+the store (the first query of a store, or after the cache was removed; a
+query of a window counts the files outside it too, as the builder writes
+those as well) reads those it needs into its table with only its own
+columns, as plain DuckDB would, answers, and leaves the entries to a
+builder: a process of its own (``nice`` 19, in a session of its own, its
+errors in the cache's builder.log) that waits until the command has exited
+and then loads the whole store as a query does, writing every missing entry
+and pack. Writing every column of a year of results costs about twice what
+a query alone does, so the first answer comes no later than it would
+without a cache, and the commands after the builder find every entry. The
+report reads 39 of the 50 columns, so it would gain less from a cache
+written first; its six queries read the table, which DuckDB keeps
+compressed (json_lines.create).
 
 One builder at a time: it holds an flock on the cache's LOCK file from the
 moment the command claims it until it has written the last entry. A

@@ -14,6 +14,8 @@ import hashlib
 import json
 import os
 
+from config.results import batching
+
 RULES = 2            # 2: folders named key=value are not read as columns
 # Kusto column type -> the DuckDB type that duckdb-kql reads back as it.
 DUCKDB_TYPES = {'datetime': 'TIMESTAMPTZ', 'string': 'VARCHAR',
@@ -133,19 +135,14 @@ def read(con, table: str, columns: list[dict], files: list[str],
 
 def _batches(files: list[str], most: int):
     """*files* in runs of at most *most* bytes (a larger file alone)."""
-    batch, size = [], 0
-    for path in files:
-        try:
-            length = os.path.getsize(path)
-        except OSError:
-            length = 0                # gone: the read says so
-        if batch and size + length > most:
-            yield batch
-            batch, size = [], 0
-        batch.append(path)
-        size += length
-    if batch:
-        yield batch
+    return batching.runs_under(files, most, _size)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0                      # gone: the read says so
 
 
 def _null_ids(con, table: str) -> int:

@@ -25,9 +25,11 @@ import datetime as dt
 import os
 import re
 import sys
+import time
 import uuid
 import weakref
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
@@ -101,24 +103,36 @@ _ROWS = '_clusterproof_rows'
 _OLDER = '_clusterproof_older_copies'
 
 
+class Loaded(NamedTuple):
+    """Where a connection's rows are: the table of those read from JSON
+    lines, the SQL that reads the entries (None without any), the columns
+    both hold (as SQL), and where the former go to make room (spill)."""
+    lines: str
+    from_entries: str | None
+    selected: str
+    spills: Path
+
+
 def _load(con, table: str, columns: list[dict], files, every,
-          cache, defer: bool) -> tuple[int, str, str | None]:
+          cache, defer: bool) -> tuple[int, Loaded]:
     """The rows of *files* ((path, stat) pairs, of *every* session file) as
     the view *table*, each record once: the Parquet entries of the settled
     ones, or packs of them, read in place by every query (nothing of them
     held in memory between queries), and a table of the rest, read from
     their JSON lines (with *defer*, those of files the cache lacks may be
     too: parquet_cache.load). Returns how many lines could not be read as
-    a row, the table's SQL name, and the SQL that reads the entries."""
+    a row, and where the rows are (Loaded)."""
     lines = json_lines.create(con, _JSON_DB, _LINES, columns)
     existing = [str(found[0]) for found in
                 (cache.find(path, stat) for path, stat in every) if found]
     wanted = {found[0].name for found in
               (cache.find(path, stat) for path, stat in files) if found}
     packs = parquet_packs.covering(con, cache, wanted, existing)
+    window = {path for path, _ in files}
     entries, unreadable = parquet_cache.load(
         con, lines, columns, files, cache, memory_bytes(memory_limit()),
-        packs.covered, defer)
+        packs.covered, defer,
+        [(path, stat) for path, stat in every if path not in window])
     entries = parquet_packs.files_to_read(con, cache, packs, entries)
     selected = json_lines.names(columns)
     from_entries = parquet_cache.reading(entries, selected) if entries \
@@ -132,7 +146,8 @@ def _load(con, table: str, columns: list[dict], files, every,
     if older_copies.find(con, _ROWS, _OLDER, entries, from_lines, cache):
         rows += f' ANTI JOIN "{_OLDER}" USING (_src, _pos)'
     con.execute(f'CREATE VIEW "{table}" AS {rows}')
-    return unreadable, lines, from_entries
+    return unreadable, Loaded(lines, from_entries, selected,
+                              _spill_directory(cache.results_dir))
 
 
 def _rows_view(con, selected: str, from_entries: str | None,
@@ -150,13 +165,11 @@ class Connection:
     everything else (execute, sql, ...) is the DuckDB connection's own."""
 
     def __init__(self, con, translated: translator.Translator,
-                 unreadable: int, damaged: list[str], loaded: tuple):
+                 unreadable: int, damaged: list[str], loaded: Loaded):
         self.duckdb = con
         self.translator = translated
         self.unreadable = unreadable     # lines that could not be read
         self.damaged = damaged           # the files that may hold them
-        # (the table of rows read from JSON lines, the SQL that reads the
-        # entries, the columns, where spills go)
         self._loaded = loaded
         self.spilled = None              # where spill() put those rows
 
@@ -176,7 +189,8 @@ class Connection:
                 f'SELECT count(*) FROM {lines}').fetchall()[0][0]:
             return False
         where.mkdir(parents=True, exist_ok=True)
-        path = where / f'json-lines-{os.getpid()}-{uuid.uuid4().hex}.parquet'
+        _remove_stale_spills(where)
+        path = where / f'{_SPILL_PREFIX}{os.getpid()}-{uuid.uuid4().hex}.parquet'
         self._removal = weakref.finalize(self, parquet_cache.remove, path)
         self.duckdb.execute(
             f'COPY (SELECT {selected}, rowid AS _pos FROM {lines} WHERE '
@@ -193,6 +207,24 @@ class Connection:
         self.duckdb.close()
         if self.spilled:
             self._removal()
+
+
+# A spill file is removed by the process that wrote it; one a killed
+# process left is removed by the next spill once it is older than any query
+# runs (by age, not by its pid: a store shared by several hosts sees pids
+# of processes it cannot look for).
+_SPILL_PREFIX = 'json-lines-'
+STALE_SPILL = dt.timedelta(days=1)
+
+
+def _remove_stale_spills(where: Path) -> None:
+    oldest = time.time() - STALE_SPILL.total_seconds()
+    for path in where.glob(f'{_SPILL_PREFIX}*.parquet'):
+        try:
+            if path.stat().st_mtime < oldest:
+                path.unlink()
+        except OSError:
+            continue                 # gone already, or not ours to remove
 
 
 def _damaged(files, cache: parquet_cache.Cache,
@@ -233,16 +265,14 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
         every = _every_file(results_dir)
         files = _within(every, reading.start)
         entries = parquet_cache.Cache(results_dir, schema['columns'])
-        unreadable, lines, from_entries = _load(
+        unreadable, loaded = _load(
             con, schema['table'], columns, files, every, entries, defer)
     finally:
         translating.join()
     with _engine_errors():
         translated = translating.result()
     con = Connection(con, translated, unreadable,
-                     _damaged(files, entries, unreadable),
-                     (lines, from_entries, json_lines.names(columns),
-                      _spill_directory(results_dir)))
+                     _damaged(files, entries, unreadable), loaded)
     con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {translated.base}')
     return con
 

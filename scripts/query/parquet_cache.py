@@ -152,7 +152,9 @@ def load(con, table: str, columns: list[dict],
          files: list[tuple[str, os.stat_result]],
          cache: Cache, batch_bytes: int,
          read_elsewhere: set[str] = frozenset(),
-         defer: bool = False) -> tuple[list[str], int]:
+         defer: bool = False,
+         outside: list[tuple[str, os.stat_result]] = ()
+         ) -> tuple[list[str], int]:
     """The entries to read *files* ((path, stat) pairs) from, and the
     lines that could not be read as a row. A settled file without a
     readable entry gets one, written from its JSON lines, and it is read
@@ -161,9 +163,11 @@ def load(con, table: str, columns: list[dict],
     lines (json_lines.read, *batch_bytes* at a time), an unreadable line
     as a row with a null record_id. With *defer*, settled files without an
     entry are inserted too, and their entries left to a builder
-    (cache_builder.py), when they are more than its inline limit. The
-    entries named in
-    *read_elsewhere* (their rows read from a pack) are not checked."""
+    (cache_builder.py), when they and those of the store's files
+    *outside* them that lack one are more than its inline limit: a window
+    of a store the cache lacks much of leaves its few entries to the
+    builder the rest needs anyway. The entries named in *read_elsewhere*
+    (their rows read from a pack) are not checked."""
     cached, rest, unreadable = [], [], 0
     for path, stat in files:
         entry = cache.find(path, stat)
@@ -184,7 +188,9 @@ def load(con, table: str, columns: list[dict],
             kept.append((path, stat))
         else:
             plain.append(path)
-    if defer and _left_to_a_builder(cache, kept):
+    lacking = kept + [(path, stat) for path, stat in outside
+                      if settled(stat) and cache.find(path, stat) is None]
+    if defer and kept and _left_to_a_builder(cache, lacking):
         plain += [path for path, _ in kept]
         kept = []
     for (path, stat), lost in zip(kept, _built(con, cache, kept)):
@@ -201,8 +207,9 @@ def load(con, table: str, columns: list[dict],
 
 def _left_to_a_builder(cache: Cache, files: list) -> bool:
     """Whether the entries of *files* (settled, without one) are left to a
-    builder: when they are more than the inline limit and the builder's
-    lock is free (a builder is then started) or held (one is at work)."""
+    builder: when their JSON lines are more than the inline limit and the
+    builder's lock is free (a builder is then started) or held (one is at
+    work)."""
     if sum(stat.st_size for _, stat in files) <= \
             cache_builder.inline_limit():
         return False

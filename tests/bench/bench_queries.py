@@ -209,6 +209,9 @@ def main(argv=None):
                     cache_builder.wait_for(where)
                     figures.append(f' {time.monotonic() - started:8.2f}')
             except Failed as err:
+                # a failed command may have started a builder: the next
+                # command's figures are not taken beside it
+                cache_builder.wait_for(where)
                 print(f'{label:28} {err}')
                 continue
             shown = (f'{out.stat().st_size / 1e6:.1f} MB' if 'report' in label
