@@ -142,13 +142,17 @@ def run(args) -> int:
     writer = (output.write_json if args.json else
               output.write_csv if args.csv else output.write_table)
     try:
-        # rows are printed as they are read (node_outliers --all at a
-        # million rows is never held); the notes, which ask the connection
+        # rows are never all held in Python (node_outliers --all at a
+        # million rows: a table's are formatted by DuckDB, JSON and CSV
+        # written as they are read); the notes, which ask the connection
         # nothing, before them
-        stream = runner.stream(args.query)
+        runner.read(args.query)
         for note in runner.notes():
             print(f'clusterproof query: note: {note}', file=sys.stderr)
-        rows = writer(stream, sys.stdout)
+        if writer is output.write_table:
+            rows = runner.write_table(args.query, sys.stdout)
+        else:
+            rows = writer(runner.stream(args.query), sys.stdout)
         if not rows and not args.saved_function:
             why = empty.reason(runner, _query(args.query))
             if why:

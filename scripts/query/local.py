@@ -35,8 +35,8 @@ import duckdb
 
 from config.results import records, store
 from scripts.query import (json_lines, library, needs, older_copies,
-                           parquet_cache, parquet_packs, sql_cache,
-                           translator)
+                           output, parquet_cache, parquet_packs, sql_cache,
+                           sql_table, translator)
 from scripts.query.json_lines import sql_string as _sql_string
 from scripts.query.needs import Reading
 from scripts.query.result import QueryFailed, Result, Stream, plain
@@ -410,7 +410,11 @@ def stream(con, kql: str, now: dt.datetime | None = None,
         sql, parameters = con.translator.translate(kql, now)
         con.abort()      # rows an earlier statement left unread
         cursor, fetched = _first_chunk(con, sql, parameters, chunk_rows)
-        described = cursor.description
+    return _stream_of(cursor, fetched, chunk_rows)
+
+
+def _stream_of(cursor, fetched, chunk_rows) -> Stream:
+    described = cursor.description
     types = [_kusto_type(column[1]) for column in described]
     return Stream([column[0] for column in described], types,
                   _chunks(cursor, fetched, types, chunk_rows))
@@ -426,18 +430,47 @@ def _chunks(cursor, fetched, types, chunk_rows):
 
 
 def _first_chunk(con, sql, parameters, chunk_rows):
-    """The cursor and its first rows. Out of memory before any row (cold
-    node_outliers --all's final sort of 1M rows at 640MB), the rows read
-    from JSON lines are moved to a Parquet file (Connection.spill) and the
-    query run once more."""
-    try:
+    """The cursor and its first rows."""
+    def first():
         cursor = con.execute(sql, parameters or None)
         return cursor, cursor.fetchmany(chunk_rows)
+    return _spilling(con, first)
+
+
+def _spilling(con, run):
+    """run(), once more after an out-of-memory error before any row: the
+    rows read from JSON lines are moved to a Parquet file first
+    (Connection.spill; cold node_outliers --all's final sort of 1M rows at
+    640MB)."""
+    try:
+        return run()
     except duckdb.OutOfMemoryException:
         if not con.spill():
             raise
-    cursor = con.execute(sql, parameters or None)
-    return cursor, cursor.fetchmany(chunk_rows)
+    return run()
+
+
+def write_table(con, kql: str, out, now: dt.datetime | None = None) -> int:
+    """output.write_table() of *kql*'s rows, the same text; a result of
+    more than sql_table.PYTHON_ROWS rows of the types sql_table writes is
+    made by DuckDB (a million rows of node_outliers --all never become
+    Python values). The number of rows."""
+    with _engine_errors():
+        sql, parameters = con.translator.translate(kql, now)
+        con.abort()      # rows an earlier statement left unread
+        stored = _spilling(con, lambda: sql_table.Stored(
+            con.duckdb, sql, parameters))
+        try:
+            cells = (stored.cells() if stored.rows > sql_table.PYTHON_ROWS
+                     else None)
+            if cells is not None:
+                stored.drop()
+                return cells.write(out)
+            cursor = con.execute(f'SELECT * FROM {stored.table}')
+            return output.write_table(_stream_of(
+                cursor, cursor.fetchmany(CHUNK_ROWS), CHUNK_ROWS), out)
+        finally:
+            stored.drop()
 
 
 @contextlib.contextmanager

@@ -6,7 +6,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from scripts.query import library, needs
+from scripts.query import library, needs, output
 from scripts.query.result import QueryFailed, Result, Stream
 
 
@@ -106,6 +106,24 @@ class Runner:
         text = _local_text(query)
         return _engine('local').stream(self._local(query, text), text,
                                        self.now)
+
+
+    def read(self, name_or_file: str | library.Query) -> None:
+        """Reads the local store for this query now (nothing with a
+        workspace), so that notes() speaks of it before its rows."""
+        query = self._query(name_or_file)
+        if not self.workspace:
+            self._local(query, _local_text(query))
+
+    def write_table(self, name_or_file: str | library.Query, out) -> int:
+        """output.write_table() of the query's rows; locally made by DuckDB
+        where it can (a million rows never become Python values)."""
+        query = self._query(name_or_file)
+        if self.workspace:
+            return output.write_table(self.stream(query), out)
+        text = _local_text(query)
+        return _engine('local').write_table(self._local(query, text), text,
+                                            out, self.now)
 
 
 def _local_text(query: library.Query) -> str:
