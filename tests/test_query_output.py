@@ -122,7 +122,7 @@ def laid_out(columns, rows) -> str:
             if any(row[i] not in (None, '', []) for row in rows)]
     widths = [max(len(columns[shown[at]]), *(len(c[at]) for c in cells))
               for at in range(len(shown))]
-    numeric = [all(output._looks_numeric(c[at]) for c in cells)
+    numeric = [all(output.looks_numeric(c[at]) for c in cells)
                for at in range(len(shown))]
 
     def line(values):

@@ -16,13 +16,13 @@ _MEASURED = ('value', 'median', 'min_value', 'max_value', 'reference', '_bound',
              'peak', 'check_perf_ref', 'check_perf_peak')
 
 
-def _is_measured(column: str) -> bool:
+def is_measured(column: str) -> bool:
     if 'of_' in column:            # a ratio: of_reference, pct_of_peak
         return False
     return column.endswith(_MEASURED) or column.startswith('peer_median')
 
 
-def _is_percent(column: str) -> bool:
+def is_percent(column: str) -> bool:
     return column.startswith('pct_') or column.endswith('_pct') or \
         '_pct_' in column
 
@@ -51,17 +51,17 @@ def human(value, column: str = '', unit: str | None = None) -> str:
         return json.dumps(value)
     if isinstance(value, (int, float)):
         text = _number(value)
-        if _is_percent(column):
+        if is_percent(column):
             return f'{text}%'
-        if unit and _is_measured(column):
+        if unit and is_measured(column):
             return f'{text} {unit}'
         return text
     return str(value)
 
 
-_NAMED = {'\n': '\\n', '\r': '\\r', '\t': '\\t'}
+NAMED_ESCAPES = {'\n': '\\n', '\r': '\\r', '\t': '\\t'}
 # C0 controls, DEL and C1 controls (ESC, CSI, OSC...): never raw on a terminal.
-_ESCAPES = {code: _NAMED.get(chr(code), f'\\x{code:02x}')
+_ESCAPES = {code: NAMED_ESCAPES.get(chr(code), f'\\x{code:02x}')
             for code in [*range(0x20), *range(0x7f, 0xa0)]}
 
 
@@ -129,7 +129,7 @@ def write_table(stream: Stream, out) -> int:
                             cell = printable(human(value, names[at], unit))
                         if value not in ('', []):
                             filled[at] = True
-                        if numeric[at] and not _looks_numeric(cell):
+                        if numeric[at] and not looks_numeric(cell):
                             numeric[at] = False
                     if len(cell) > widths[at]:
                         widths[at] = len(cell)
@@ -156,7 +156,7 @@ def write_table(stream: Stream, out) -> int:
 def _number_cell(column: str):
     """human() of an int or float of *column*, given the row's unit already
     printable()."""
-    percent, measured = _is_percent(column), _is_measured(column)
+    percent, measured = is_percent(column), is_measured(column)
 
     def cell(value, unit):
         text = _number(value)
@@ -168,7 +168,7 @@ def _number_cell(column: str):
     return cell
 
 
-def _looks_numeric(text: str) -> bool:
+def looks_numeric(text: str) -> bool:
     head = text.split(' ')[0].rstrip('%').replace(',', '')
     try:
         float(head)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import uuid
 
-from scripts.query.output import (_NAMED, UNIT_COLUMN, _is_measured,
-                                  _is_percent, _looks_numeric, printable)
+from scripts.query.output import (NAMED_ESCAPES, UNIT_COLUMN, is_measured,
+                                  is_percent, looks_numeric, printable)
 
 # the types KQL's values take in DuckDB (int, long, a sum of longs, real,
 # datetime, bool, string); any other is left to Python
@@ -30,7 +30,7 @@ def _printable_macro() -> str:
     """printable() as a DuckDB macro, run only on a cell holding a
     character it writes again (a rare cell)."""
     named = ' '.join(f"WHEN {ord(char)} THEN '{text}'"
-                     for char, text in _NAMED.items())
+                     for char, text in NAMED_ESCAPES.items())
     escaped = (f"CASE ord(ch) {named} ELSE '\\x' || printf('%02x', ord(ch)) "
                'END')
     return (f'CREATE OR REPLACE TEMP MACRO {PRINTABLE_FUNCTION}(s) AS '
@@ -193,14 +193,14 @@ def _numeric(con, table, kind, cell, filled, ends) -> bool:
         return True
     if kind in ('bool', 'time') or not filled:
         return not filled        # (an empty column is not shown)
-    if not all(_looks_numeric(text) for text in ends):
+    if not all(looks_numeric(text) for text in ends):
         return False
     cursor = con.execute(f'SELECT DISTINCT {cell} FROM {table}')
     while True:
         fetched = cursor.fetchmany(_FETCH)
         if not fetched:
             return True
-        if not all(_looks_numeric(text) for text, in fetched):
+        if not all(looks_numeric(text) for text, in fetched):
             return False
 
 
@@ -218,9 +218,9 @@ def _cell(column: str, kind: str, name: str, with_unit: bool) -> str:
                 f"ELSE strftime({column}, '%Y-%m-%d %H:%M') END, '')")
     text = (_integer(column) if kind == 'integer'
             else _real(f'CAST({column} AS DOUBLE)'))
-    if _is_percent(name):
+    if is_percent(name):
         text = f"{text} || '%'"
-    elif with_unit and _is_measured(name):
+    elif with_unit and is_measured(name):
         text = (f"{text} || CASE WHEN u <> '' THEN ' ' || u "
                 "ELSE '' END")
     return f"coalesce({text}, '')"
