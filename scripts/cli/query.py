@@ -143,16 +143,13 @@ def run(args) -> int:
               output.write_csv if args.csv else output.write_table)
     try:
         # rows are never all held in Python (node_outliers --all at a
-        # million rows: a table's are formatted by DuckDB, JSON and CSV
-        # written as they are read); the notes, which ask the connection
-        # nothing, before them
+        # million rows: a table or CSV is made by DuckDB, JSON written as
+        # the rows are read); the notes, which ask the connection nothing,
+        # before them
         runner.read(args.query)
         for note in runner.notes():
             print(f'clusterproof query: note: {note}', file=sys.stderr)
-        if writer is output.write_table:
-            rows = runner.write_table(args.query, sys.stdout)
-        else:
-            rows = writer(runner.stream(args.query), sys.stdout)
+        rows = runner.write(args.query, writer, sys.stdout)
         if not rows and not args.saved_function:
             why = empty.reason(runner, _query(args.query))
             if why:

@@ -35,8 +35,8 @@ import duckdb
 
 from config.results import records, store
 from scripts.query import (json_lines, library, needs, older_copies,
-                           output, parquet_cache, parquet_packs, sql_cache,
-                           sql_table, translator)
+                           parquet_cache, parquet_packs, sql_cache,
+                           sql_output, translator)
 from scripts.query.json_lines import sql_string as _sql_string
 from scripts.query.needs import Reading
 from scripts.query.result import QueryFailed, Result, Stream, plain
@@ -450,25 +450,26 @@ def _spilling(con, run):
     return run()
 
 
-def write_table(con, kql: str, out, now: dt.datetime | None = None) -> int:
-    """output.write_table() of *kql*'s rows, the same text; a result of
-    more than sql_table.PYTHON_ROWS rows of the types sql_table writes is
-    made by DuckDB (a million rows of node_outliers --all never become
-    Python values). The number of rows."""
+def write(con, kql: str, writer, out,
+          now: dt.datetime | None = None) -> int:
+    """*writer*'s text (output.write_table, write_csv or write_json) of
+    *kql*'s rows; the number of rows. A table or CSV of more than
+    sql_output.PYTHON_ROWS rows of the types sql_output writes is made by
+    DuckDB, the same text (a million rows of node_outliers --all never
+    become Python values)."""
     with _engine_errors():
         sql, parameters = con.translator.translate(kql, now)
         con.abort()      # rows an earlier statement left unread
-        stored = _spilling(con, lambda: sql_table.Stored(
+        stored = _spilling(con, lambda: sql_output.Stored(
             con.duckdb, sql, parameters))
         try:
-            cells = (stored.cells() if stored.rows > sql_table.PYTHON_ROWS
-                     else None)
-            if cells is not None:
-                stored.drop()
-                return cells.write(out)
+            if stored.rows > sql_output.PYTHON_ROWS:
+                written = sql_output.write(stored, writer, out)
+                if written is not None:
+                    return written
             cursor = con.execute(f'SELECT * FROM {stored.table}')
-            return output.write_table(_stream_of(
-                cursor, cursor.fetchmany(CHUNK_ROWS), CHUNK_ROWS), out)
+            return writer(_stream_of(cursor, cursor.fetchmany(CHUNK_ROWS),
+                                     CHUNK_ROWS), out)
         finally:
             stored.drop()
 

@@ -6,7 +6,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from scripts.query import library, needs, output
+from scripts.query import library, needs
 from scripts.query.result import QueryFailed, Result, Stream
 
 
@@ -115,15 +115,16 @@ class Runner:
         if not self.workspace:
             self._local(query, _local_text(query))
 
-    def write_table(self, name_or_file: str | library.Query, out) -> int:
-        """output.write_table() of the query's rows; locally made by DuckDB
-        where it can (a million rows never become Python values)."""
+    def write(self, name_or_file: str | library.Query, writer, out) -> int:
+        """*writer*'s text (output.write_table, write_csv or write_json) of
+        the query's rows; locally a large table or CSV is made by DuckDB
+        (a million rows never become Python values)."""
         query = self._query(name_or_file)
         if self.workspace:
-            return output.write_table(self.stream(query), out)
+            return writer(self.stream(query), out)
         text = _local_text(query)
-        return _engine('local').write_table(self._local(query, text), text,
-                                            out, self.now)
+        return _engine('local').write(self._local(query, text), text, writer,
+                                      out, self.now)
 
 
 def _local_text(query: library.Query) -> str:

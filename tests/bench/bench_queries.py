@@ -64,6 +64,8 @@ COMMANDS = [
     ('query run_summary', ['query', 'run_summary']),
     ('query node_outliers', ['query', 'node_outliers']),
     ('query node_outliers --all', ['query', 'node_outliers', '--all']),
+    ('query node_outliers --all --csv',
+     ['query', 'node_outliers', '--all', '--csv']),
     ('query failures', ['query', 'failures']),
     ('report --out', ['report', '--out', '{out}']),
 ]

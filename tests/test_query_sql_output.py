@@ -1,6 +1,7 @@
-"""The local engine's table made by DuckDB (scripts/query/sql_table.py)
-must be output.write_table()'s text to the byte: on every shipped query of
-the golden store, and on every kind of value a column can hold."""
+"""The local engine's table and CSV made by DuckDB
+(scripts/query/sql_output.py) must be output.write_table()'s and
+write_csv()'s text to the byte: on every shipped query of the golden
+store, and on every kind of value a column can hold."""
 import datetime as dt
 import io
 import sys
@@ -10,10 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scripts.query import library, output, sql_table
+from scripts.query import library, output, sql_output
 from scripts.query.result import Result, plain
 from scripts.query.runner import Runner, _local_text
 from tests import query_store
+
+FORMS = [output.write_table, output.write_csv]
 
 
 @pytest.fixture(scope='module')
@@ -27,36 +30,49 @@ def runner(tmp_path_factory):
 QUERIES = [name for name in library.shipped() if name != library.BASE_NAME]
 
 
-def stored_cells(runner, query):
-    """The query's rows stored on the runner's connection, and their cells
-    (None for Python's)."""
+def by_python(writer, result: Result) -> str:
+    text = io.StringIO()
+    assert writer(result.stream(), text) == len(result.rows)
+    return text.getvalue()
+
+
+def by_duckdb(writer, con, sql, parameters=None) -> str | None:
+    """sql_output's text of *sql*'s rows; None where it leaves it to
+    Python. The temporary tables are dropped either way."""
+    stored = sql_output.Stored(con, sql, parameters)
+    text = io.StringIO()
+    try:
+        written = sql_output.write(stored, writer, text)
+    finally:
+        stored.drop()
+    assert written in (None, stored.rows)
+    assert not con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE "
+        "regexp_matches(table_name, '^_clusterproof_(rows|cells)_')"
+    ).fetchall()
+    return None if written is None else text.getvalue()
+
+
+@pytest.mark.parametrize('writer', FORMS, ids=['table', 'csv'])
+@pytest.mark.parametrize('name', QUERIES + ['outliers only'])
+def test_every_shipped_query_reads_the_same_from_duckdb(runner, name, writer,
+                                                        monkeypatch):
+    """Each query through DuckDB, whatever its size: the same text as
+    Python's. Only a query with a dynamic column (lists) is Python's."""
+    query = (library.outliers_only() if name == 'outliers only'
+             else library.resolve(name))
+    result = runner.run(query)
+    expected = by_python(writer, result)
+    monkeypatch.setattr(sql_output, 'PYTHON_ROWS', 0)
+    written = io.StringIO()
+    assert runner.write(query, writer, written) == len(result.rows)
+    assert written.getvalue() == expected
     text = _local_text(query)
     con = runner._local(query, text)
     sql, parameters = con.translator.translate(text, runner.now)
-    stored = sql_table.Stored(con.duckdb, sql, parameters)
-    return stored, stored.cells()
-
-
-@pytest.mark.parametrize('name', QUERIES + ['outliers only'])
-def test_every_shipped_query_reads_the_same_from_duckdb(runner, name,
-                                                        monkeypatch):
-    """Each query through DuckDB's table, whatever its size: the same text
-    as Python's. Only a query with a dynamic column (lists) is Python's."""
-    query = (library.outliers_only() if name == 'outliers only'
-             else library.resolve(name))
-    by_python = output.table(runner.run(query))
-    monkeypatch.setattr(sql_table, 'PYTHON_ROWS', 0)
-    by_duckdb = io.StringIO()
-    assert runner.write_table(query, by_duckdb) == len(runner.run(query).rows)
-    assert by_duckdb.getvalue() == by_python
-    stored, cells = stored_cells(runner, query)
-    dynamic = 'dynamic' in runner.run(query).types
-    assert (cells is None) == dynamic
-    if cells is not None:
-        written = io.StringIO()
-        assert cells.write(written) == stored.rows
-        assert written.getvalue() == by_python
-    stored.drop()
+    made = by_duckdb(writer, con.duckdb, sql, parameters)
+    assert (made is None) == ('dynamic' in result.types)
+    assert made in (None, expected)
 
 
 def test_the_golden_store_has_queries_of_both_paths(runner):
@@ -65,42 +81,41 @@ def test_the_golden_store_has_queries_of_both_paths(runner):
     assert dynamic == {True, False}
 
 
-def test_a_small_result_is_pythons_and_a_large_one_duckdbs(runner,
+@pytest.mark.parametrize('writer', [*FORMS, output.write_json],
+                         ids=['table', 'csv', 'json'])
+def test_a_small_result_is_pythons_and_a_large_one_duckdbs(runner, writer,
                                                           monkeypatch):
     made = []
-    write = sql_table.Cells.write
-    monkeypatch.setattr(sql_table.Cells, 'write', lambda self, out:
-                        made.append(self) or write(self, out))
+    write = sql_output.write
+    monkeypatch.setattr(sql_output, 'write', lambda *args:
+                        made.append(write(*args)) or made[-1])
     query = library.resolve('node_outliers')
-    rows = len(runner.run(query).rows)
-    for limit, by_duckdb in ((rows, False), (rows - 1, True)):
-        monkeypatch.setattr(sql_table, 'PYTHON_ROWS', limit)
+    result = runner.run(query)
+    for limit, by_sql in ((len(result.rows), False),
+                          (len(result.rows) - 1, writer is not
+                           output.write_json)):
+        monkeypatch.setattr(sql_output, 'PYTHON_ROWS', limit)
         made.clear()
         written = io.StringIO()
-        assert runner.write_table(query, written) == rows
-        assert bool(made) == by_duckdb
-        assert written.getvalue() == output.table(runner.run(query))
-    # the temporary tables are gone either way
-    con = runner._local(query, _local_text(query))
-    assert not con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE "
-        "regexp_matches(table_name, '^_clusterproof_(rows|cells)_')"
-    ).fetchall()
+        assert runner.write(query, writer, written) == len(result.rows)
+        assert any(text is not None for text in made) == by_sql
+        assert written.getvalue() == by_python(writer, result)
 
 
 COLUMNS = [('day', 'TIMESTAMPTZ'), ('test', 'VARCHAR'), ('value', 'DOUBLE'),
            ('check_perf_unit', 'VARCHAR'), ('worse_pct', 'DOUBLE'),
            ('peers', 'BIGINT'), ('outlier', 'BOOLEAN'),
            ('peer_median', 'INTEGER'), ('of_reference', 'DOUBLE'),
-           ('a "quoted" name', 'VARCHAR'), ('total_runs', 'HUGEINT'),
+           ('a "quoted", name', 'VARCHAR'), ('total_runs', 'HUGEINT'),
            ('started', 'TIMESTAMP')]
 KUSTO = {'TIMESTAMPTZ': 'datetime', 'VARCHAR': 'string', 'DOUBLE': 'real',
          'BIGINT': 'long', 'INTEGER': 'int', 'BOOLEAN': 'bool',
          'HUGEINT': 'long', 'TIMESTAMP': 'datetime'}
 
 
-def both_ways(rows, columns=COLUMNS) -> tuple[str, str]:
-    """(DuckDB's table, Python's table) of *rows* stored in DuckDB."""
+def both_ways(rows, columns=COLUMNS, forms=FORMS) -> list[tuple[str, str]]:
+    """(DuckDB's text, Python's text) of *rows* stored in DuckDB, for each
+    of *forms*."""
     con = duckdb.connect()
     con.execute("SET TimeZone='UTC'")
     names = [f'"{name.replace(chr(34), 2 * chr(34))}"' for name, _ in columns]
@@ -111,17 +126,17 @@ def both_ways(rows, columns=COLUMNS) -> tuple[str, str]:
         con.execute(f'INSERT INTO t VALUES (?{", ?" * len(columns)})',
                     [n, *row])
     sql = f'SELECT {", ".join(names)} FROM t ORDER BY n'
-    by_duckdb = io.StringIO()
-    stored = sql_table.Stored(con, sql, None)
-    cells = stored.cells()
-    assert cells is not None
-    assert cells.write(by_duckdb) == len(rows) == stored.rows
-    stored.drop()
     kinds = [KUSTO[kind] for _, kind in columns]
     fetched = [[plain(value, kind) for value, kind in zip(row, kinds)]
                for row in con.execute(sql).fetchall()]
-    return by_duckdb.getvalue(), output.table(
-        Result([name for name, _ in columns], kinds, fetched))
+    result = Result([name for name, _ in columns], kinds, fetched)
+    return [(by_duckdb(writer, con, sql), by_python(writer, result))
+            for writer in forms]
+
+
+def assert_same(pairs):
+    for made, expected in pairs:
+        assert made == expected
 
 
 DAY = dt.datetime(2026, 11, 20, tzinfo=dt.timezone.utc)
@@ -134,7 +149,7 @@ EDGES = [0, 7, -12, 9999, 10000, -10000, 123456789, 2**53, 0.0, -0.0, 1.5,
 TEXTS = ['', 'text', 'bell\x07', 'nl\nand\ttab', '12', '3%', '1,234',
          ' 5 GB/s', 'é', 'e\u0301', '👍🏽', 'nbsp\u00a0', 'em\u2003',
          'line\u2028', 'c1\x85\x9f', 'del\x7f', 'nul\x00end', 'inf', 'nan',
-         '1_000', '١٢', None]
+         '1_000', '١٢', 'say "hi"', 'cr\ronly', None]
 
 
 def test_every_edge_value_reads_the_same():
@@ -149,10 +164,13 @@ def test_every_edge_value_reads_the_same():
                      None if whole is None else whole % 2**31,
                      number, TEXTS[-1 - at % len(TEXTS)],
                      None if whole is None else whole * 2**40,
-                     DAY.replace(tzinfo=None) + dt.timedelta(seconds=at)])
-    by_duckdb, by_python = both_ways(rows)
-    assert by_duckdb == by_python
-    assert '\\x1b' in by_duckdb and 'nan' in by_duckdb
+                     DAY.replace(tzinfo=None)
+                     + dt.timedelta(seconds=at, microseconds=at % 2 * 250)])
+    pairs = both_ways(rows)
+    assert_same(pairs)
+    table, csv = (made for made, _ in pairs)
+    assert '\\x1b' in table and 'nan' in table
+    assert '"say ""hi"""' in csv and '2026-11-20T00:00:01.000250Z' in csv
 
 
 @pytest.mark.parametrize('texts', [['12', '3.5%', '', '1,234 GB/s', None],
@@ -160,8 +178,7 @@ def test_every_edge_value_reads_the_same():
                                    ['١٢', '7'], ['nan%', ' 4']])
 def test_a_column_of_numbers_as_text_is_aligned_as_python_aligns_it(texts):
     columns = [('note', 'VARCHAR'), ('runs', 'BIGINT')]
-    by_duckdb, by_python = both_ways([[text, 1] for text in texts], columns)
-    assert by_duckdb == by_python
+    assert_same(both_ways([[text, 1] for text in texts], columns))
 
 
 @settings(max_examples=60, deadline=None,
@@ -170,8 +187,7 @@ def test_a_column_of_numbers_as_text_is_aligned_as_python_aligns_it(texts):
     st.datetimes(min_value=dt.datetime(1970, 1, 1),
                  max_value=dt.datetime(2200, 1, 1),
                  timezones=st.just(dt.timezone.utc)),
-    st.text(st.characters(exclude_categories=['Cs'],
-                          exclude_characters='\x00')),
+    st.text(st.characters(exclude_categories=['Cs'])),
     st.floats(width=64),
     st.sampled_from(['GB/s', 'MB/s', '', None, 'µs\x1b']),
     st.one_of(st.none(), st.floats(min_value=-1e6, max_value=1e6)),
@@ -184,58 +200,62 @@ def test_a_column_of_numbers_as_text_is_aligned_as_python_aligns_it(texts):
     st.datetimes(min_value=dt.datetime(1970, 1, 1),
                  max_value=dt.datetime(2200, 1, 1))), min_size=1, max_size=8))
 def test_any_rows_read_the_same(rows):
-    by_duckdb, by_python = both_ways([list(row) for row in rows])
-    assert by_duckdb == by_python
+    assert_same(both_ways([list(row) for row in rows]))
 
 
-def test_no_rows_and_no_columns_read_the_same():
-    assert both_ways([]) == ('(no rows)\n', '(no rows)\n')
-    by_duckdb, by_python = both_ways([['GB/s'], [None]],
-                                     [('check_perf_unit', 'VARCHAR')])
-    assert by_duckdb == by_python == '\n\n\n\n'
+def test_no_rows_and_one_column_read_the_same():
+    assert_same(both_ways([]))
+    assert both_ways([])[0] == ('(no rows)\n', '(no rows)\n')
+    for columns in ([('check_perf_unit', 'VARCHAR')], [('note', 'VARCHAR')]):
+        pairs = both_ways([['GB/s'], [None], ['']], columns)
+        assert_same(pairs)
+    assert pairs[1][0] == 'note\nGB/s\n""\n""\n'
 
 
 def test_a_dynamic_column_is_left_to_python():
     con = duckdb.connect()
     for sql in ("SELECT ['a'] AS nodes", 'SELECT 1.5::DECIMAL(4,1) AS d',
                 'SELECT 1.5::FLOAT AS f', "SELECT DATE '2026-01-02' AS d"):
-        assert sql_table.Stored(con, sql, None).cells() is None
+        for writer in FORMS:
+            assert by_duckdb(writer, con, sql) is None
 
 
 def test_the_escapes_are_printables_for_every_character():
     con = duckdb.connect()
-    con.execute(sql_table._PRINTABLE_MACRO)
+    con.execute(sql_output._PRINTABLE_MACRO)
     codes = [code for code in range(sys.maxunicode + 1)
              if not 0xd800 <= code <= 0xdfff]
     escaped = con.execute(
-        f'SELECT {sql_table.PRINTABLE_FUNCTION}(chr(c::INTEGER)) FROM '
+        f'SELECT {sql_output.PRINTABLE_FUNCTION}(chr(c::INTEGER)) FROM '
         'unnest(?) AS t(c) ORDER BY c', [codes]).fetchall()
     assert [text for text, in escaped] == \
         [output.printable(chr(code)) for code in codes]
     mixed = 'a\x1bb\nc\x85é\u2028'
-    assert con.execute(f'SELECT {sql_table.PRINTABLE_FUNCTION}(?)',
+    assert con.execute(f'SELECT {sql_output.PRINTABLE_FUNCTION}(?)',
                        [mixed]).fetchall()[0][0] == output.printable(mixed)
 
 
 def test_the_trailing_spaces_are_those_rstrip_strips_from_a_cell():
-    assert set(sql_table._TRAILING) == {
+    assert set(sql_output._TRAILING) == {
         chr(code) for code in range(sys.maxunicode + 1)
         if chr(code).isspace() and output.printable(chr(code)) == chr(code)}
 
 
-def test_the_cli_prints_duckdbs_table(runner, capsys, monkeypatch):
-    """clusterproof query's table is the runner's write_table()."""
+@pytest.mark.parametrize('form', [[], ['--csv']], ids=['table', 'csv'])
+def test_the_cli_prints_duckdbs_text(runner, form, capsys, monkeypatch):
+    """clusterproof query's table and CSV are the runner's write()."""
     from scripts.cli import main
-    monkeypatch.setattr(sql_table, 'PYTHON_ROWS', 0)
+    monkeypatch.setattr(sql_output, 'PYTHON_ROWS', 0)
     written = []
-    made = sql_table.Cells.write
-    monkeypatch.setattr(sql_table.Cells, 'write',
-                        lambda self, out: written.append(made(self, out))
-                        or written[-1])
+    write = sql_output.write
+    monkeypatch.setattr(sql_output, 'write', lambda *args:
+                        written.append(write(*args)) or written[-1])
     monkeypatch.setenv('CLUSTERPROOF_HOME', str(runner.results_dir.parent))
     assert main.main(['query', 'node_outliers', '--all', '--since',
-                      '2026-11-01']) == 0
-    table = capsys.readouterr().out
-    assert written and written[0] == len(table.splitlines()) - 2
-    assert table.splitlines()[0].split()[:3] == ['completed', 'session_id',
-                                                 'cluster']
+                      '2026-11-01', *form]) == 0
+    text = capsys.readouterr().out
+    header = 1 if form else 2
+    assert written and written[0] == len(text.splitlines()) - header
+    first = text.splitlines()[0]
+    assert (first.split(',') if form else first.split())[:3] == \
+        ['completed', 'session_id', 'cluster']

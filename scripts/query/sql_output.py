@@ -1,14 +1,17 @@
-"""output.write_table's text, made by DuckDB: every cell formatted, each
-column's width counted and each line padded in SQL, so that a result of a
+"""output.write_table's and write_csv's text, made by DuckDB: for a table
+every cell formatted, each column's width counted and each line padded in
+SQL; for CSV every field written and quoted there; so that a result of a
 million rows (node_outliers --all) never becomes Python values. The text
-is output.table()'s to the byte (tests/test_query_sql_table.py holds the
-two to each other); a result with a column of a type not written here
-is left to Python (cells() is None), and so is a small one (PYTHON_ROWS),
-formatted faster there."""
+is output.py's to the byte (tests/test_query_sql_output.py holds the two
+to each other); a result with a column of a type not written here is left
+to Python (write() is None), and so is JSON, and a small result
+(PYTHON_ROWS), formatted faster there."""
 from __future__ import annotations
 
+import csv
 import uuid
 
+from scripts.query import output
 from scripts.query.output import (NAMED_ESCAPES, UNIT_COLUMN, is_measured,
                                   is_percent, looks_numeric, printable)
 
@@ -95,14 +98,19 @@ class Cells:
                              for at in keep).rstrip() + '\n'
         out.write(line(header))
         out.write(line(['-' * width for width in widths]))
-        cursor = con.execute(f'SELECT {_line(keep, widths, numeric)} '
-                             f'FROM {table}')
-        while True:
-            fetched = cursor.fetchmany(_FETCH)
-            if not fetched:
-                return rows
-            out.write('\n'.join([text for text, in fetched]))
-            out.write('\n')
+        _write_lines(con.execute(f'SELECT {_line(keep, widths, numeric)} '
+                                 f'FROM {table}'), out)
+        return rows
+
+
+def _write_lines(cursor, out) -> None:
+    """Each row of *cursor*'s one text column, as a line of *out*."""
+    while True:
+        fetched = cursor.fetchmany(_FETCH)
+        if not fetched:
+            return
+        out.write('\n'.join([text for text, in fetched]))
+        out.write('\n')
 
 
 def _line(keep, widths, numeric) -> str:
@@ -140,19 +148,26 @@ class Stored:
         self.rows = con.execute(f'SELECT count(*) FROM {self.table}'
                                 ).fetchall()[0][0]
 
+    def _described(self) -> tuple[list[str], list[str | None]]:
+        """The columns' names and kinds (None: a type left to Python)."""
+        described = self.con.execute(f'SELECT * FROM {self.table} LIMIT 0'
+                                     ).description
+        return ([column[0] for column in described],
+                [_kind(str(column[1]).upper()) for column in described])
+
+    def _by_place(self, names) -> str:
+        """The table with its columns named by place: v0, v1..."""
+        values = ', '.join(f'v{at}' for at in range(len(names)))
+        return f'{self.table} AS q({values})'
+
     def cells(self) -> Cells | None:
         """The rows' cells; None when a column's type is one only Python
         formats (a dynamic column: lists, objects)."""
-        described = self.con.execute(f'SELECT * FROM {self.table} LIMIT 0'
-                                     ).description
-        names = [column[0] for column in described]
-        kinds = [_kind(str(column[1]).upper()) for column in described]
+        names, kinds = self._described()
         if None in kinds:
             return None
         shown = [at for at, name in enumerate(names) if name != UNIT_COLUMN]
-        # the columns by place (v0, v1...), and the unit made printable once
-        # (u) for every measured column of the row
-        values = ', '.join(f'v{at}' for at in range(len(names)))
+        # the unit made printable once (u) for every measured column
         unit = (_printable(f'v{names.index(UNIT_COLUMN)}')
                 if UNIT_COLUMN in names else 'NULL')
         cells = ', '.join(
@@ -161,13 +176,68 @@ class Stored:
         table = f'_clusterproof_cells_{uuid.uuid4().hex}'
         self.con.execute(_PRINTABLE_MACRO)
         self.con.execute(f'CREATE TEMP TABLE {table} AS SELECT {cells} FROM '
-                         f'(SELECT *, {unit} AS u FROM {self.table} '
-                         f'AS q({values}))')
+                         f'(SELECT *, {unit} AS u FROM '
+                         f'{self._by_place(names)})')
         return Cells(self.con, table, [names[at] for at in shown],
                      [kinds[at] for at in shown])
 
+    def write_csv(self, out) -> int | None:
+        """output.write_csv() of the rows; None (nothing written) when a
+        column's type is one only Python writes."""
+        names, kinds = self._described()
+        if None in kinds:
+            return None
+        csv.writer(out, lineterminator='\n').writerow(names)
+        fields = [_csv_field(f'v{at}', kind) for at, kind in enumerate(kinds)]
+        # csv.writer quotes a row of one empty field, which would read as
+        # no field at all
+        line = (f"CASE WHEN {fields[0]} = '' THEN '\"\"' ELSE {fields[0]} END"
+                if len(fields) == 1 else
+                "concat(" + ", ',', ".join(fields) + ")")
+        _write_lines(self.con.execute(
+            f'SELECT {line} FROM {self._by_place(names)}'), out)
+        return self.rows
+
     def drop(self) -> None:
         self.con.execute(f'DROP TABLE IF EXISTS {self.table}')
+
+
+def write(stored: Stored, writer, out) -> int | None:
+    """*writer*'s text (output.write_table or write_csv) of the *stored*
+    rows, made by DuckDB; None (nothing written) when it is Python's."""
+    if writer is output.write_csv:
+        return stored.write_csv(out)
+    if writer is not output.write_table:
+        return None
+    cells = stored.cells()
+    if cells is None:
+        return None
+    stored.drop()           # its memory, before the lines are made
+    return cells.write(out)
+
+
+def _csv_field(column: str, kind: str) -> str:
+    """A field as output.write_csv writes the value (csv.writer of str(),
+    a datetime in ISO 8601 with Z, nothing for null), in SQL."""
+    if kind == 'string':
+        # csv.writer quotes a field holding its delimiter, its quote or
+        # its line end (a carriage return alone is written as it is)
+        return (f"CASE WHEN regexp_matches({column}, '[,\"\n]') "
+                f"THEN '\"' || replace({column}, '\"', '\"\"') || '\"' "
+                f"ELSE coalesce({column}, '') END")
+    if kind == 'bool':
+        return (f"CASE WHEN {column} THEN 'True' WHEN NOT {column} "
+                "THEN 'False' ELSE '' END")
+    if kind == 'time':
+        return (f"coalesce(CASE WHEN strftime({column}, '%f') = '000000' "
+                f"THEN strftime({column}, '%Y-%m-%dT%H:%M:%SZ') "
+                f"ELSE strftime({column}, '%Y-%m-%dT%H:%M:%S.%fZ') END, '')")
+    if kind == 'real':
+        # DuckDB writes a double as repr() does (the test holds them to
+        # each other), but a NaN with its sign
+        return (f"CASE WHEN isnan({column}) THEN 'nan' "
+                f"ELSE coalesce(CAST({column} AS VARCHAR), '') END")
+    return f"coalesce(CAST({column} AS VARCHAR), '')"
 
 
 def _kind(duckdb_type: str) -> str | None:
