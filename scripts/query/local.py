@@ -457,6 +457,8 @@ def write(con, kql: str, writer, out,
     sql_output.PYTHON_ROWS rows of the types sql_output writes is made by
     DuckDB, the same text (a million rows of node_outliers --all never
     become Python values)."""
+    if not sql_output.makes(writer):
+        return writer(stream(con, kql, now), out)
     with _engine_errors():
         sql, parameters = con.translator.translate(kql, now)
         con.abort()      # rows an earlier statement left unread

@@ -107,7 +107,6 @@ class Runner:
         return _engine('local').stream(self._local(query, text), text,
                                        self.now)
 
-
     def read(self, name_or_file: str | library.Query) -> None:
         """Reads the local store for this query now (nothing with a
         workspace), so that notes() speaks of it before its rows."""

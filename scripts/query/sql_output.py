@@ -202,13 +202,17 @@ class Stored:
         self.con.execute(f'DROP TABLE IF EXISTS {self.table}')
 
 
+def makes(writer) -> bool:
+    """Whether DuckDB can make *writer*'s text (a table, CSV; not JSON)."""
+    return writer in (output.write_table, output.write_csv)
+
+
 def write(stored: Stored, writer, out) -> int | None:
-    """*writer*'s text (output.write_table or write_csv) of the *stored*
-    rows, made by DuckDB; None (nothing written) when it is Python's."""
+    """*writer*'s text (output.write_table or write_csv: makes()) of the
+    *stored* rows, made by DuckDB; None (nothing written) when a column's
+    type is one only Python writes."""
     if writer is output.write_csv:
         return stored.write_csv(out)
-    if writer is not output.write_table:
-        return None
     cells = stored.cells()
     if cells is None:
         return None
