@@ -140,17 +140,29 @@ def write_table(stream: Stream, out) -> int:
             out.write('(no rows)\n')
             return 0
         keep = [at for at in range(len(shown)) if filled[at]]
-
-        def line(values):
-            return '  '.join(values[at].rjust(widths[at]) if numeric[at]
-                             else values[at].ljust(widths[at])
-                             for at in keep).rstrip() + '\n'
-        out.write(line([printable(name) for name in names]))
-        out.write(line(['-' * width for width in widths]))
+        write_heading(out, names, widths, numeric, keep)
         spool.seek(0)
         for text in spool:
-            out.write(line(text[:-1].split('\t')))
+            out.write(aligned_line(text[:-1].split('\t'), widths, numeric,
+                                   keep))
     return rows
+
+
+def aligned_line(cells, widths, numeric, keep) -> str:
+    """A table's line: the *keep* columns of *cells* padded to their
+    *widths*, right-aligned where *numeric*, two spaces apart, with no
+    trailing space."""
+    return '  '.join(cells[at].rjust(widths[at]) if numeric[at]
+                     else cells[at].ljust(widths[at])
+                     for at in keep).rstrip() + '\n'
+
+
+def write_heading(out, names, widths, numeric, keep) -> None:
+    """A table's column names and the rule under them."""
+    out.write(aligned_line([printable(name) for name in names], widths,
+                           numeric, keep))
+    out.write(aligned_line(['-' * width for width in widths], widths,
+                           numeric, keep))
 
 
 def _number_cell(column: str):

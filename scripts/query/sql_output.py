@@ -91,13 +91,7 @@ class Cells:
                 keep.append(place)
             numeric.append(_numeric(con, table, kind, f'c{place}', filled,
                                     ends))
-
-        def line(texts):
-            return '  '.join(texts[at].rjust(widths[at]) if numeric[at]
-                             else texts[at].ljust(widths[at])
-                             for at in keep).rstrip() + '\n'
-        out.write(line(header))
-        out.write(line(['-' * width for width in widths]))
+        output.write_heading(out, self.names, widths, numeric, keep)
         _write_lines(con.execute(f'SELECT {_line(keep, widths, numeric)} '
                                  f'FROM {table}'), out)
         return rows
@@ -114,7 +108,7 @@ def _write_lines(cursor, out) -> None:
 
 
 def _line(keep, widths, numeric) -> str:
-    """line() of write(), in SQL."""
+    """output.aligned_line() of every row of cells, in SQL."""
     if not keep:
         return "''"
     pieces = []
@@ -168,10 +162,11 @@ class Stored:
             return None
         shown = [at for at, name in enumerate(names) if name != UNIT_COLUMN]
         # the unit made printable once (u) for every measured column
-        unit = (_printable(f'v{names.index(UNIT_COLUMN)}')
-                if UNIT_COLUMN in names else 'NULL')
+        with_unit = UNIT_COLUMN in names
+        unit = (_printable(f'v{names.index(UNIT_COLUMN)}') if with_unit
+                else 'NULL')
         cells = ', '.join(
-            f'{_cell(f"v{at}", kinds[at], names[at], UNIT_COLUMN in names)} '
+            f'{_cell(f"v{at}", kinds[at], names[at], with_unit)} '
             f'AS c{place}' for place, at in enumerate(shown)) or '1 AS c'
         table = f'_clusterproof_cells_{uuid.uuid4().hex}'
         self.con.execute(_PRINTABLE_MACRO)
