@@ -92,6 +92,12 @@ def test_a_confirmed_bad_node_is_reported_followed_and_taken_back(
     assert rows[0]['guest_health_report']['physical_host_name'] == \
         host_of('sb-n3')
     assert rows[0]['check_job_nodelist'] == ['sb-n3']
+    # the health sampler read each node's own KVP pool too (the fingerprint
+    # keeps the fully qualified name)
+    hosts = {r['check_job_nodelist'][0]: r['physical_host']
+             for r in stored_rows(Path(env['CLUSTERPROOF_HOME']))
+             if r['check_perf_var'] == 'triad_bw'}
+    assert hosts == {n: host_of(n) + '.example' for n in NODES}
     assert not any(t in json.dumps(summary) for t in impact_api.tokens)
 
     # follow up: Azure took the host out of service, the operator is told
