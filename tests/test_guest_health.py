@@ -359,3 +359,17 @@ def test_nothing_is_sent_when_the_ledger_cannot_be_read_or_written(nodes, impact
 
 def _refuse(*args, **kwargs):
     raise OSError(28, 'No space left on device')
+
+
+def test_without_an_identity_nothing_is_filed_and_it_says_why(
+        nodes, impact_api, monkeypatch):
+    impact_api.onboarded.add(SUB)
+    monkeypatch.setenv('IDENTITY_HEADER', 'not-the-one-it-expects')
+    for name in ('AZURE_CLIENT_ID', 'AZURE_TENANT_ID', 'AZURE_CLIENT_SECRET'):
+        monkeypatch.delenv(name, raising=False)
+    result, said = send([bad('sb-n1', stream_fail('sb-n1'))])
+    report = result['reports'][0]
+    assert report['state'] == 'refused'
+    assert report['detail'].startswith('no Azure token for '
+                                       'https://management.azure.com/.default')
+    assert impact_api.puts == []
