@@ -20,6 +20,8 @@ TOOLS = {
     'perftest': 'perftest',
     'nccl': 'nccl',
     'mpi-stage': 'mpi_stage',
+    'dcgmi': 'dcgmi',
+    'nvlink': 'nvlink',
 }
 
 
