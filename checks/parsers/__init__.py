@@ -22,6 +22,7 @@ TOOLS = {
     'mpi-stage': 'mpi_stage',
     'dcgmi': 'dcgmi',
     'nvlink': 'nvlink',
+    'nvidia-smi': 'nvidia_smi',
 }
 
 
