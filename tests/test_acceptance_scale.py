@@ -88,18 +88,25 @@ def test_node_checks_that_cannot_run_on_a_partition_are_not_planned():
     def left_out(name):
         return plan.left_out(azure_skus.sku_partition(
             name, scheduler='slurm', launcher='srun', access=[], max_jobs=1))
-    assert left_out('hbv4') == ('NcclSingleNode', 'NvlinkFabric')
+    gpu_node_checks = ('GpuInventory', 'GpuNvlink', 'GpuDiag',
+                       'GpuDiagDaily')
+    assert left_out('hbv4') == ('NcclSingleNode', 'NvlinkFabric',
+                                *gpu_node_checks)
     assert left_out('ndv5') == ('NvlinkFabric',)
     assert left_out('ndgb200v6') == ()
     assert {plan.left_out(p) for p in sandbox.system['partitions']} == {
-        ('NcclSingleNode', 'NvlinkFabric')}
+        ('NcclSingleNode', 'NvlinkFabric', *gpu_node_checks)}
     nodes = [f'nd-{i:04d}' for i in range(1, 1201)]
     planned = plan.phases('azure', 'ndv5', nodes)
     alone = [p for p in planned if p.tag == 'one']
-    assert len(alone) == 3 and all(p.names == ('NvlinkFabric',)
-                                   for p in alone)
+    assert len(alone) == 3 and all(
+        p.names == ('NvlinkFabric', *gpu_node_checks) for p in alone)
+    # NvlinkFabric left out: the GPU node checks alone run one node a job
     assert plan.phases('azure', 'ndv5', nodes, leaving_out=left_out('ndv5')) \
-        == [p for p in planned if p.tag != 'one']
+        == [p if p.tag != 'one' else plan.Phase(
+            p.system, p.partition, p.scope, p.pins, tag=p.tag,
+            names=gpu_node_checks, batch=p.batch, batches=p.batches)
+            for p in planned]
     hbv4 = plan.phases('azure', 'hbv4', nodes, leaving_out=left_out('hbv4'))
     assert [p.label for p in hbv4] == [p.label.replace('ndv5', 'hbv4')
                                        for p in planned if p.tag != 'one']

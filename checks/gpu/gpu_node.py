@@ -7,10 +7,11 @@ and finding names its GPU by index, PCI bus id and serial
 (checks/health/gpu_node.py judges, checks/references/health.yaml says what
 the SKU should show). What is wrong with a GPU is a health finding of the
 node, as the health sampler's are (``health_findings``, which acceptance
-reads): the GPU is named, and the drain reason carries it. The job's own
-perf variables count those findings (reference 0), so the rows are stored
-whatever the verdict. A GPU that hangs is a finding (``timeout``), never a
-hung job.
+reads): the GPU is named, and the drain reason carries it. The job's perf
+variables count GPUs and findings, so that every row is stored whatever
+the findings say (a failed sanity stores none); GpuDiag's internal errors
+of the test (reference 0) fail the node's test without naming a GPU. A GPU
+that hangs is a finding (``timeout``), never a hung job.
 
 No DCGM on the node: GpuDiag is not measured (the job stops with exit 127
 and says how to install it), never a pass.
@@ -104,12 +105,22 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobNodes, VmSize):
                 f.reason for f in failing)}
         self.gpu_findings = len(failing)
 
+    def more_performance(self) -> dict:
+        """{perf variable: (value, unit, reference tuple or None)} a check
+        adds to its count of findings."""
+        return {}
+
     @run_before('performance')
     def _count_findings(self):
+        # a count without a reference: the findings judge (acceptance reads
+        # them, each naming its GPU), as the health sampler's do
+        measured = {'gpu_findings': (self.gpu_findings, 'findings', None),
+                    **self.more_performance()}
         self.perf_variables = {
-            'gpu_findings': sn.make_performance_function(
-                sn.defer(self.gpu_findings), 'findings')}
-        self.reference = {'*': {'gpu_findings': (0, None, 0, 'findings')}}
+            name: sn.make_performance_function(sn.defer(value), unit)
+            for name, (value, unit, _) in measured.items()}
+        self.reference = {'*': {name: ref for name, (_, _, ref)
+                                in measured.items() if ref}}
 
 
 @rfm.simple_test
@@ -139,15 +150,12 @@ class GpuInventory(GpuNodeCheck):
         return sn.assert_found(rf'^{MARK} 0 exit', self.stdout,
                                msg='no GPU answer in the job output')
 
-    @run_before('performance')
-    def _count_gpus(self):
+    def more_performance(self) -> dict:
+        # the GPUs that answered, shown against the SKU's count (the
+        # findings name the missing one)
         found = len(nvidia_smi.gpu_sections(
             self.read_stage(self.stdout.evaluate()) or '')[0])
-        want = self.expected_gpus().count
-        self.perf_variables['gpus_found'] = sn.make_performance_function(
-            sn.defer(found), 'GPUs')
-        if want:
-            self.reference['*']['gpus_found'] = (want, 0, None, 'GPUs')
+        return {'gpus_found': (found, 'GPUs', None)}
 
 
 @rfm.simple_test
@@ -231,12 +239,13 @@ class GpuDiag(GpuNodeCheck, ExternalTool):
                            'skipped on every GPU (not measured): '
                            + ', '.join(self.diag_skipped))])
 
-    @run_before('performance')
-    def _count_internal(self):
-        self.perf_variables['internal_errors'] = \
-            sn.make_performance_function(
-                sn.defer(len(self.diag_internal)), 'plugins')
-        self.reference['*']['internal_errors'] = (0, None, 0, 'plugins')
+    def more_performance(self) -> dict:
+        # an internal error of the test fails the node's test, naming no
+        # GPU (reference 0)
+        return {'internal_errors': (len(self.diag_internal), 'plugins',
+                                    (0, None, 0, 'plugins')),
+                'plugins_skipped': (len(self.diag_skipped), 'plugins',
+                                    None)}
 
 
 @rfm.simple_test

@@ -74,6 +74,18 @@ def label(gpu: dict | None) -> str:
     return f"GPU {gpu.get('index')}" + (f' ({named})' if named else '')
 
 
+def named_reason(reason: str, gpu: dict | None) -> str:
+    """'GPU 5 NVLink 3 inactive' -> 'GPU 5 (bus 0000000A:00:00.0, serial
+    1651323018205) NVLink 3 inactive': what a drain reason and a summary
+    say of a GPU."""
+    if not gpu or gpu.get('index') is None:
+        return reason
+    prefix = f"GPU {gpu['index']} "
+    if reason.startswith(prefix):
+        return f'{label(gpu)} {reason[len(prefix):]}'
+    return f'{reason} ({label(gpu)})'
+
+
 def _exits(text: str) -> dict[int, int]:
     found = {}
     for line in text.splitlines():

@@ -46,6 +46,8 @@ class Finding:
     set_aside: str = ''
     #: the verdict of each confirmation run (--confirm), in order
     confirmations: list = field(default_factory=list)
+    #: the GPU a health finding is about: index, bus id, serial
+    gpu: dict | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
