@@ -20,6 +20,12 @@ BANNERS = {
     'perftest': '                    RDMA_Write BW Test\n #bytes ',
     'stream': 'STREAM version $Revision: 5.10 $\n'
               'Function    Best Rate MB/s  Avg time\n',
+    'dcgmi': '+---------------------------+------------------------------------'
+             '------------+\n| Diagnostic                | Result          '
+             '                               |\n',
+    'nvlink': 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n',
+    'nvidia-smi': '==============NVSMI LOG==============\n'
+                  'GPU 00000001:00:00.0\n',
 }
 
 # Runs that made regular expressions backtrack: blank lines, a line without

@@ -230,6 +230,11 @@ def _human(lines: list[str]) -> tuple[list[_Plugin], dict, bool, bool]:
         if left == 'Diagnostic' and right.strip() == 'Result':
             seen, closed = True, False
             continue
+        if not seen and not (left and stripped[_LEFT_WIDTH + 1] == '|' and (
+                _status(right) or _LIST_STATUS.match(right.strip()))):
+            # before any border, heading or section, only a plugin row of
+            # dcgmi's layout ('| GPU Memory | Pass - All |') starts a table
+            continue
         seen, closed = True, False
         if category == 'Metadata':
             if left in _METADATA_KEYS:
@@ -492,7 +497,7 @@ def parse(text: str) -> object:
         form = 'table'
         plugins, metadata, seen, closed = _human(text.splitlines())
         if not seen or not plugins:
-            return failure(TOOL, 'not dcgmi diag output: no diagnostic '
+            return failure(TOOL, 'not dcgmi output: no dcgmi diag '
                            'table (+---+ rows of "| Diagnostic | Result |") '
                            'and no "DCGM Diagnostic" JSON')
         gpus = _gpu_count(metadata)
@@ -500,7 +505,7 @@ def parse(text: str) -> object:
         if not closed:
             cut = 'the table has no closing border (cut short)'
     if not results:
-        return failure(TOOL, f'not dcgmi diag output: {cut or "no result"}')
+        return failure(TOOL, f'not dcgmi output: {cut or "no result"}')
     details = {'form': form, 'results': results, **metadata}
     metrics = _metrics(results)
     problems = [describe(r) for r in results if r['status'] in (FAIL,

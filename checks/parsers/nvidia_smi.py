@@ -11,7 +11,8 @@ place in the output (nvidia-smi numbers GPUs in PCI bus order), or the
 Metrics: ``gpu_count`` (sections), ``attached_gpus`` (what the driver
 says), ``persistence_enabled`` and ``ecc_enabled`` (GPUs), and the
 ``retired_pages_pending`` and ``remapped_rows_pending`` GPUs. ``ok`` is
-False on text without an NVSMI log or a GPU section. Reads each line once.
+False on text without an NVSMI log or a GPU section, and on an elided
+excerpt ('[...]' lines). Reads each line once.
 """
 from __future__ import annotations
 
@@ -48,8 +49,12 @@ def gpu_sections(text: str) -> tuple[list[dict], dict]:
     current = None
     path: list[tuple[int, str]] = []   # (indent, heading) above a field
     index_hint = None
+    node['elided'] = 0
     for raw in text.splitlines():
         line = raw.rstrip('\r\n').rstrip()
+        if line.strip() in ('[...]', '...'):
+            node['elided'] += 1
+            continue
         mark = MARK.match(line)
         if mark:
             index_hint, current = int(mark.group(1)), None
@@ -91,7 +96,7 @@ def gpu_sections(text: str) -> tuple[list[dict], dict]:
     facts = {'driver_version': node.get('Driver Version'),
              'cuda_version': node.get('CUDA Version'),
              'attached_gpus': node.get('Attached GPUs'),
-             'logs': node['logs']}
+             'logs': node['logs'], 'elided': node['elided']}
     for place, gpu in enumerate(gpus):
         gpu.setdefault('index', place)
         gpu['bus_id'] = gpu.pop('pci')
@@ -109,7 +114,7 @@ def _yes(value: str | None) -> bool:
 def parse(text: str):
     gpus, facts = gpu_sections(text)
     if not facts['logs'] and not gpus:
-        return failure(TOOL, f"not nvidia-smi -q output: no '{HEADER}' and "
+        return failure(TOOL, f"not nvidia-smi output: no -q '{HEADER}' and "
                        "no 'GPU 00000000:18:00.0' section")
     if not gpus:
         return failure(TOOL, 'nvidia-smi -q showed no GPU section (cut '
@@ -130,4 +135,8 @@ def parse(text: str):
         metrics['attached_gpus'] = Metric(float(attached), 'GPUs')
     details = {**{k: v for k, v in facts.items() if v is not None},
                'gpus': gpus}
+    if facts['elided']:
+        return failure(TOOL, f"the output is elided ({facts['elided']} "
+                       "'[...]' line(s)): not the whole of nvidia-smi -q",
+                       metrics, details)
     return success(TOOL, metrics, details)

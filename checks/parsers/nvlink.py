@@ -31,7 +31,7 @@ def _gpu_details(links: nvlink.Links) -> dict:
 def parse(text: str):
     output = nvlink.read(text.splitlines())
     if not output.gpus:
-        return failure(TOOL, "not nvidia-smi nvlink output: no 'GPU N: NAME "
+        return failure(TOOL, "not nvlink output: no nvidia-smi nvlink 'GPU N: NAME "
                        "(UUID: ...)' heading")
     gpus = output.gpus
     metrics = {'gpus': Metric(float(len(gpus)), 'GPUs')}
