@@ -33,6 +33,8 @@ def node_findings(case: dict, base: dict) -> list[Finding]:
                     reference=entry.get('reference'),
                     reason='health: ' + named_reason(
                         str(entry.get('reason')), entry.get('gpu')),
+                    kind=str(entry.get('metric') or ''),
+                    device=entry.get('device'),
                     gpu=entry.get('gpu') or None)
             for node, entries in _by_node(case).items()
             for entry in entries if entry.get('severity') == SEVERITY_FAIL]

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 
 NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
                'HpcgCheck', 'HpcgSpackCheck', 'HpccNode', 'NcclSingleNode',
-               'PerftestLoopback', 'NvlinkFabric', 'GpuInventory',
-               'GpuNvlink', 'GpuDiag', 'GpuDiagDaily')
+               'PerftestLoopback', 'NvlinkFabric', 'GpuCopyBandwidth',
+               'GpuMemoryBandwidth', 'GpuComputeQuick', 'GpuComputeBurn',
+               'GpuInventory', 'GpuNvlink', 'GpuDiag', 'GpuDiagDaily')
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
@@ -46,7 +47,9 @@ SINGLE_NODE_CHECKS = tuple(c for c in NODE_CHECKS if c not in FANOUT_CHECKS)
 #: checks/gpu/nvlink_fabric.py): ReFrame makes no test case of them on a
 #: partition without the 'gpu' feature.
 GPU_CHECKS = ('NcclSingleNode', 'NcclMultiNode', 'NvlinkFabric',
-              'GpuInventory', 'GpuNvlink', 'GpuDiag', 'GpuDiagDaily')
+              'GpuCopyBandwidth', 'GpuMemoryBandwidth', 'GpuComputeQuick',
+              'GpuComputeBurn', 'GpuInventory', 'GpuNvlink', 'GpuDiag',
+              'GpuDiagDaily')
 #: Skips itself on every node of a partition whose extras do not say
 #: multi-node NVLink (checks/gpu/nvlink_fabric.py only_on_nvlink_racks).
 NVLINK_CHECK = 'NvlinkFabric'
