@@ -53,6 +53,8 @@ gpu_sample() {
     printf '%s\n' "$xml"
     section nvlink
     nvidia-smi nvlink -s 2>/dev/null
+    section nvlink-errors
+    nvidia-smi nvlink -e 2>/dev/null
 }
 
 # Link flaps (systemd-networkd's 'ibN: lost carrier', as AzHC counts them)
