@@ -31,6 +31,11 @@ OPEN_MPI_ENV = [
 # apply; their hardware facts do not: the nodes are this machine's)
 _SKU_OF = sku_facts.by_partition()
 CORES_PER_NODE = 2  # what scripts/cli/sandbox.py declares for each node
+# Pretend GPUs for the GPU checks' replay stand-ins (tests/standins):
+# CLUSTERPROOF_SANDBOX_GPUS=N gives ndv5 the 'gpu' feature and N GPUs per
+# node. No GRES is declared: Slurm here has no GPU to hand out.
+_GPUS = os.environ.get('CLUSTERPROOF_SANDBOX_GPUS', '')
+PRETEND_GPUS = int(_GPUS) if _GPUS.isdigit() else 0
 MEMORY_GIB = 1      # its RealMemory (1024 MB)
 
 
@@ -78,3 +83,7 @@ system = {
                    'Sandbox partition ndv5 (CPU-only stand-in)'),
     ],
 }
+if PRETEND_GPUS:
+    _ndv5 = system['partitions'][-1]
+    _ndv5['features'] = ['gpu']
+    _ndv5['extras']['gpus_per_node'] = PRETEND_GPUS
