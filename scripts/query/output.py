@@ -90,12 +90,17 @@ def _written(writer, result: Result) -> str:
 _SPOOL_CHARS = 8 * 2**20
 
 
+# The most rows a table shows; CSV and JSON write every row.
+TABLE_ROWS = 10_000
+
+
 def write_table(stream: Stream, out) -> int:
     """table() for a stream of any length, in bounded memory: the cells are
     formatted once, spooled as tab-separated lines (every tab and newline
     of a value is escaped by printable()) while each column's width, and
     whether it is empty or numeric throughout, is counted; then they are
-    padded. Returns the number of rows."""
+    padded. At most TABLE_ROWS rows, then a line saying how to get the
+    rest. Returns the number of rows shown."""
     shown = [i for i, c in enumerate(stream.columns) if c != UNIT_COLUMN]
     names = [stream.columns[i] for i in shown]
     unit_at = (stream.columns.index(UNIT_COLUMN)
@@ -104,10 +109,12 @@ def write_table(stream: Stream, out) -> int:
     numeric = [True] * len(shown)
     widths = [len(printable(name)) for name in names]
     numbers = [_number_cell(name) for name in names]
-    rows = 0
+    rows, more = 0, False
     with tempfile.SpooledTemporaryFile(_SPOOL_CHARS, mode='w+',
                                        encoding='utf-8') as spool:
         for chunk in stream.chunks:
+            if rows + len(chunk) > TABLE_ROWS:
+                chunk, more = chunk[:TABLE_ROWS - rows], True
             for row in chunk:
                 unit = None if unit_at is None else row[unit_at]
                 shown_unit = printable(str(unit)) if unit else unit
@@ -136,6 +143,8 @@ def write_table(stream: Stream, out) -> int:
                     cells.append(cell)
                 spool.write('\t'.join(cells) + '\n')
             rows += len(chunk)
+            if more:
+                break
         if not rows:
             out.write('(no rows)\n')
             return 0
@@ -145,6 +154,9 @@ def write_table(stream: Stream, out) -> int:
         for text in spool:
             out.write(aligned_line(text[:-1].split('\t'), widths, numeric,
                                    keep))
+    if more:
+        out.write(f'(the first {TABLE_ROWS:,} rows; --csv or --json '
+                  'writes every row)\n')
     return rows
 
 
