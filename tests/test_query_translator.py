@@ -9,11 +9,18 @@ import threading
 import duckdb_kql
 import pytest
 
-from scripts.query import library, local, sql_cache, translate_shipped
+from scripts.query import index, library, local, sql_cache, translate_shipped
 from scripts.query.runner import Runner
 from scripts.report import model
 from tests import query_store
-from tests.test_query_cache import home  # noqa: F401
+
+
+@pytest.fixture(scope='module')
+def home(tmp_path_factory):
+    home = tmp_path_factory.mktemp('translator')
+    query_store.build(home)
+    query_store.settle(home)
+    return home
 
 
 def translations(home) -> list:
@@ -29,7 +36,7 @@ def test_a_query_is_translated_while_the_store_is_read(home, monkeypatch):
                          query_store.NOW).rows
     shutil.rmtree(sql_cache.directory(home / 'results'))
     translated = threading.Event()
-    to_sql, load = duckdb_kql.to_sql, local._load
+    to_sql, load = duckdb_kql.to_sql, index.open_index
 
     def translating(kql, *args, **kwargs):
         made = to_sql(kql, *args, **kwargs)
@@ -41,7 +48,7 @@ def test_a_query_is_translated_while_the_store_is_read(home, monkeypatch):
         assert translated.wait(timeout=60), 'not translated during the load'
         return load(*args)
     monkeypatch.setattr(duckdb_kql, 'to_sql', translating)
-    monkeypatch.setattr(local, '_load', loading)
+    monkeypatch.setattr(index, 'open_index', loading)
     con = local.connect(home / 'results', queries=(text,), now=query_store.NOW)
     monkeypatch.setattr(duckdb_kql, 'to_sql', None)      # nothing after
     assert local.run(con, text, query_store.NOW).rows == expected
@@ -50,8 +57,9 @@ def test_a_query_is_translated_while_the_store_is_read(home, monkeypatch):
 def test_a_cached_translation_serves_every_load_of_the_same_columns(
         home, monkeypatch):
     """The translation cache's key is the translator's two objects alone,
-    whatever the load made beside them (a table of rows from JSON lines,
-    the older copies found): cold and warm, a query is translated once."""
+    whatever the reading made beside them (the index built, or read): cold
+    and warm, a query is translated once."""
+    shutil.rmtree(sql_cache.directory(home / 'results'), ignore_errors=True)
     runner = Runner(results_dir=home / 'results', now=query_store.NOW)
     cold = runner.run('run_summary').rows
     kept = translations(home)

@@ -261,23 +261,27 @@ def ingest(path: Path, key: list[str], columns: list[dict],
             con.execute('CREATE TABLE meta (fingerprint VARCHAR, store '
                         'VARCHAR)')
             con.execute('INSERT INTO meta VALUES (?, ?)', key)
-        names = [f.path for f in files]
-        for batch in batching.runs_under(files, _BATCH_BYTES,
-                                         lambda f: f.size):
-            read = json_lines.select([f.path for f in batch], columns)
-            con.execute(f'INSERT INTO rows {read}')
-        lost = json_lines.unreadable_by_file(con, 'rows', names)
-        con.execute('DELETE FROM rows WHERE record_id IS NULL')
-        _remove_older_copies(con, names)
-        con.execute('DELETE FROM ingested WHERE file IN (SELECT unnest(?))',
-                    [names])
-        con.executemany('INSERT INTO ingested VALUES (?, ?, ?, ?)',
-                        [[f.path, f.size, f.mtime_ns, lost[f.path]]
-                         for f in files])
+        if files:
+            _append(con, columns, files)
         con.commit()
         con.execute('CHECKPOINT')
     finally:
         con.close()
+
+
+def _append(con, columns: list[dict], files: list[Stored]) -> None:
+    names = [f.path for f in files]
+    for batch in batching.runs_under(files, _BATCH_BYTES, lambda f: f.size):
+        read = json_lines.select([f.path for f in batch], columns)
+        con.execute(f'INSERT INTO rows {read}')
+    lost = json_lines.unreadable_by_file(con, 'rows', names)
+    con.execute('DELETE FROM rows WHERE record_id IS NULL')
+    _remove_older_copies(con, names)
+    con.execute('DELETE FROM ingested WHERE file IN (SELECT unnest(?))',
+                [names])
+    con.executemany('INSERT INTO ingested VALUES (?, ?, ?, ?)',
+                    [[f.path, f.size, f.mtime_ns, lost[f.path]]
+                     for f in files])
 
 
 # JSON lines a statement reads: bounded so that a statement's work stays
