@@ -206,7 +206,7 @@ def test_a_streamed_result_is_the_same_rows_a_chunk_at_a_time(runner):
     from scripts.query import local
     query = library.shipped()['node_outliers']
     whole = runner.run(query)
-    stream = local.stream(runner._local(query.text), query.text,
+    stream = local.stream(runner._local(), query.text,
                           query_store.NOW,
                           chunk_rows=3)
     chunks = list(stream.chunks)

@@ -1,36 +1,28 @@
-"""The store's index: one DuckDB file holding every row of the settled
-session files, each record once, beside a table of the files it has read.
+"""The store's index: one DuckDB file holding the rows of every settled
+session file, each record once. The JSON lines stay the store; deleting the
+index only makes the next query build it again. Its tables: ``rows`` (every
+schema column, and the file a row came from), ``ingested`` (each file read:
+its size, modification time and unreadable lines, which are then named
+without reading every file again) and ``meta`` (the store and
+json_lines.fingerprint: either changed, it is built again).
 
-The JSON lines stay the store: the index is derived from them, and deleting
-it only makes the next query build it again. Its tables:
+Who writes it: the query that finds work. A file last written more than
+SETTLED_SECONDS ago that the index lacks, or holds at another size or
+time, is read in one transaction, whole, and the older copies of each
+record it holds removed (the latest TimeGenerated kept, as results.kql's
+``arg_max(TimeGenerated, *) by record_id``; the first stored on a tie). A
+file the index holds that shrank or vanished: built again. The files of
+sessions still writing are read at query time (local.py).
 
-- ``rows``: every schema column, and the file a row came from;
-- ``ingested``: each file read, with the size and modification time it had
-  and how many of its lines could not be read as a row (named by the query
-  that reports them, without reading every file again);
-- ``meta``: the store it indexes and json_lines.fingerprint (the schema and
-  the reading rules); either changed, the index is built again.
-
-Who writes it: the query that finds new work. A session file last written
-more than SETTLED ago and not in the index (or grown since) is added; the
-files of sessions still writing are read at query time (local.py). A
-file the index holds that shrank or vanished makes it built again. An
-ingest appends in one transaction, then removes the older copies of every
-record_id it touched (the latest TimeGenerated kept, as results.kql's
-``arg_max(TimeGenerated, *) by record_id``; the first stored on a tie), and
-checkpoints.
-
-Concurrency: DuckDB lets one process open the file to write, and no other
-process open it then (https://duckdb.org/docs/stable/connect/concurrency).
-A lock file beside it (flock, as ReFrame's results storage keeps a file
-lock beside its SQLite file) is held shared by each command reading the
-index and exclusively by the one writing it. A command with work to do
-takes it exclusively only if no command is reading; otherwise it reads
-the new files at query time, as those of running sessions, and leaves the
-work to a later command. A command finding the index being written waits
-up to WAIT_VARIABLE seconds (DEFAULT_WAIT), then reads every JSON line
-itself and says so. The index's folder is a setting (FOLDER_VARIABLE), for a
-home on NFS: one folder per store.
+Concurrency: DuckDB lets one process write the file, and none read it then
+(https://duckdb.org/docs/stable/connect/concurrency). A lock file beside it
+(flock; ReFrame's results storage keeps one beside its SQLite file) is held
+shared by each command reading the index, exclusively by the one writing.
+A command with work writes only when no command reads; otherwise it reads
+its new files at query time, as those of running sessions. A command that
+finds the index being written waits WAIT_VARIABLE seconds (DEFAULT_WAIT),
+then reads every JSON line itself and says so. The folder is a setting
+(FOLDER_VARIABLE), e.g. a local disk when the home is on NFS.
 """
 from __future__ import annotations
 
@@ -58,8 +50,8 @@ _warned = []
 
 
 def folder(results_dir: Path) -> Path:
-    """The one cache folder of the query engine (the index, its lock, the
-    translations, DuckDB's spill directory)."""
+    """The query engine's one cache folder: the index, its lock, the
+    translations, DuckDB's spill directory."""
     chosen = os.environ.get(FOLDER_VARIABLE)
     return Path(chosen) if chosen else results_dir.parent / 'cache' / 'query'
 
@@ -136,9 +128,9 @@ class Plan:
 
 @dataclasses.dataclass
 class Opened:
-    """How a query's connection reads the store: the index attached (or
-    not), the files read at query time, the unreadable lines the index
-    counted, what the reader should be told, the lock held."""
+    """How a connection reads the store: the index attached or not, the
+    files read at query time, the index's counts of unreadable lines, a
+    note for the reader, the lock held."""
     attached: bool
     live: list[str]
     unreadable: dict[str, int]
@@ -148,9 +140,8 @@ class Opened:
 
 def open_index(con, results_dir: Path, columns: list[dict],
                configure) -> Opened:
-    """Attaches the index to *con* (read only), bringing it up to date
-    first when no other command reads it; *configure* sets a writing
-    connection's memory limit and spill directory."""
+    """Attaches the index to *con* (read only), brought up to date first
+    when no other command reads it (*configure*: a writer's settings)."""
     files = listing(results_dir)
     every = [f.path for f in files]
     where = folder(results_dir)
@@ -203,9 +194,8 @@ def _plan(con, path: Path, key: list[str], files: list[Stored]) -> Plan:
 
 
 def _attach(con, path: Path, key: list[str]):
-    """{file: (size, mtime_ns, unreadable)} of the index, attached to
-    *con*; None (not attached) when there is none, or one of another
-    schema or store, or one DuckDB cannot read."""
+    """{file: (size, mtime_ns, unreadable)} of the index, attached; None
+    (not attached) for none, or one of another key, or unreadable."""
     if not path.exists():
         return None
     try:
@@ -242,9 +232,8 @@ def _ingest_or_warn(path, key, columns, plan, configure) -> None:
 
 def ingest(path: Path, key: list[str], columns: list[dict],
            files: list[Stored], rebuild: bool, configure) -> None:
-    """Adds *files* (read again whole when grown: their rows are then held
-    twice, and the older copies removed) to the index at *path*, in one
-    transaction; *rebuild*: a new index first."""
+    """Adds *files* to the index at *path* in one transaction (a grown
+    one read whole again); *rebuild*: a new index first."""
     if rebuild:
         for stale in (path, path.with_name(path.name + '.wal')):
             stale.unlink(missing_ok=True)
@@ -284,8 +273,7 @@ def _append(con, columns: list[dict], files: list[Stored]) -> None:
                      for f in files])
 
 
-# JSON lines a statement reads: bounded so that a statement's work stays
-# well under the memory limit (the rows go to disk as they are inserted).
+# JSON lines an INSERT reads (its rows go to disk as they are inserted).
 _BATCH_BYTES = 256 * 2 ** 20
 
 
@@ -305,10 +293,9 @@ def _remove_older_copies(con, files: list[str]) -> None:
 
 
 def combined(con, live: str | None, attached: bool, selected: str) -> str:
-    """SQL of every row, each record once: the index's and those of *live*
-    (a table of rows read at query time, unreadable ones removed; None:
-    none), whichever copy of a record is the latest (a live one on a
-    tie)."""
+    """SQL of every row, each record once, of the index and of *live* (a
+    table of rows read at query time, or None): the latest copy of each
+    (a live one on a tie)."""
     parts = []
     if attached:
         replaced = ''

@@ -34,19 +34,17 @@ _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
 MEMORY_VARIABLE = 'CLUSTERPROOF_QUERY_MEMORY'
 DEFAULT_MEMORY = '640MB'
 THREAD_MEMORY = 320 * 1000 ** 2
-# The rows read at query time, in a compressed in-memory database of their
-# own: DuckDB compresses such a table when the database is checkpointed
-# (https://duckdb.org/docs/stable/sql/statements/checkpoint, "In-memory
-# tables also support compression").
+# The rows read at query time, in an in-memory database that DuckDB
+# compresses at each checkpoint (https://duckdb.org/docs/stable/sql/
+# statements/checkpoint, "In-memory tables also support compression").
 _LIVE_DB = '_clusterproof_live'
 _LIVE = f'{_LIVE_DB}.lines'
 
 
 class Connection:
-    """A DuckDB connection over the store, with what its queries need to
-    know once: what translates them, what the reading found; everything
-    else (execute, sql, ...) is the DuckDB connection's own. Closing it
-    (or losing it) lets the index be written again."""
+    """A DuckDB connection over the store, with what translates its queries
+    and what the reading found; the rest (execute, ...) is DuckDB's own.
+    Closing it (or losing it) lets the index be written again."""
 
     def __init__(self, con, translated: translator.Translator,
                  opened: index.Opened, live: dict[str, int], folder: Path):
@@ -69,12 +67,9 @@ class Connection:
 
 
 def connect(results_dir: Path | None = None,
-            filters: library.Filters | None = None,
-            queries: tuple[str, ...] = (), now: dt.datetime | None = None):
+            filters: library.Filters | None = None):
     """A Connection with the store's rows as ReFrameResults_CL, each record
-    once, and clusterproof_results: the base query (with *filters*) over
-    it. *queries* (KQL texts, at *now*) are translated while the store is
-    read (translator.py)."""
+    once, and clusterproof_results, the base (with *filters*) over it."""
     schema = records.schema()
     columns = schema['columns']
     # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
@@ -84,23 +79,17 @@ def connect(results_dir: Path | None = None,
     results_dir = results_dir or store.results_dir()
     folder = index.folder(results_dir)
     configure(con, folder)
-    translating = translator.Translating(
-        schema['table'], columns, _filter_conditions(filters),
-        sql_cache.directory(results_dir), queries=list(queries), now=now)
-    translating.start()
-    try:
-        with _engine_errors():
-            opened = index.open_index(con, results_dir, columns,
-                                      lambda other: configure(other, folder))
-            live = _read_live(con, opened.live, columns)
-            rows = index.combined(con, _LIVE if opened.live else None,
-                                  opened.attached, json_lines.names(columns))
-            con.execute(f'CREATE VIEW "{schema["table"]}" AS '
-                        f'{rows or _nothing(columns)}')
-    finally:
-        translating.join()
     with _engine_errors():
-        translated = translating.result()
+        opened = index.open_index(con, results_dir, columns,
+                                  lambda other: configure(other, folder))
+        live = _read_live(con, opened.live, columns)
+        rows = index.combined(con, _LIVE if opened.live else None,
+                              opened.attached, json_lines.names(columns))
+        con.execute(f'CREATE VIEW "{schema["table"]}" AS '
+                    f'{rows or _nothing(columns)}')
+        translated = translator.Translator(
+            schema['table'], columns, _filter_conditions(filters),
+            sql_cache.directory(results_dir))
     con = Connection(con, translated, opened, live, folder)
     con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {translated.base}')
     return con
@@ -113,11 +102,10 @@ def _nothing(columns: list[dict]) -> str:
 
 
 def _read_live(con, files: list[str], columns: list[dict]) -> dict[str, int]:
-    """Reads *files* into _LIVE, a batch at a time (the rows before
-    compressed before the next batch is read); returns the unreadable lines
-    of each (removed). The rows go in no set order (preserve_insertion_order
-    off): in order, DuckDB inserts with one thread once memory runs short
-    (11 s instead of 5.5 s at 1M rows and 640MB)."""
+    """Reads *files* into _LIVE a batch at a time, the rows before
+    compressed first; returns each file's unreadable lines (removed). In
+    no set order: in order, DuckDB inserts with one thread once memory runs
+    short (11 s instead of 5.5 s at 1M rows and 640MB)."""
     if not files:
         return {}
     con.execute(f"ATTACH ':memory:' AS {_LIVE_DB} (COMPRESS)")
@@ -147,10 +135,8 @@ def _size(path: str) -> int:
 
 
 def _filter_conditions(filters: library.Filters | None) -> str:
-    """*filters* (what Filters.kql() adds to the base for Log Analytics) as
-    SQL over the base's view: the base's translation, cached by its text,
-    then serves every --since, which kql() writes as a new literal each
-    second."""
+    """*filters* (Filters.kql() for Log Analytics) as SQL over the base's
+    view: one cached translation of the base serves every --since."""
     if filters is None:
         return ''
     conditions = []
@@ -176,11 +162,10 @@ def spill_directory(folder: Path) -> Path:
 
 
 def configure(con, folder: Path) -> None:
-    """The memory limit, and spills in the cache folder (its parent made
-    here: DuckDB makes the spill directory alone), never the current
-    directory (DuckDB's default for an in-memory database); one thread per
-    THREAD_MEMORY of the limit (threads_for). A limit DuckDB refuses is its
-    error, naming the variable."""
+    """The memory limit (one DuckDB refuses: its error, naming the
+    variable); spills in the cache folder, made here (DuckDB makes the
+    spill directory, not its parent), never the current directory; one
+    thread per THREAD_MEMORY of the limit."""
     limit = memory_limit()
     try:
         con.execute(f'SET memory_limit = {sql_string(limit)}')
@@ -238,17 +223,6 @@ def threads_for(limit: int, cores: int) -> int:
     return max(1, min(cores, limit // THREAD_MEMORY))
 
 
-def unreadable_lines(con: Connection) -> int:
-    """How many stored lines could not be read as a row."""
-    return con.unreadable
-
-
-def damaged_files(con: Connection) -> list[str]:
-    """The session files that hold those lines, for the store's own reader
-    to name them (line by line) without reading every file again."""
-    return con.damaged
-
-
 def _kusto_type(duckdb_type) -> str:
     name = str(duckdb_type).upper()
     if name.startswith('TIMESTAMP'):
@@ -270,10 +244,9 @@ def run(con, kql: str, now: dt.datetime | None = None) -> Result:
 
 def stream(con, kql: str, now: dt.datetime | None = None,
            chunk_rows: int = CHUNK_ROWS) -> Stream:
-    """*kql*'s columns, and its rows a chunk at a time as they are read.
-    The query runs now, its first chunk read, and *con* is busy until the
-    last one is: the columns come from the query's own cursor (asking
-    DuckDB for them first bound every query twice, 0.8 s of the report)."""
+    """*kql*'s columns, and its rows a chunk at a time as they are read
+    (*con* is busy until the last one is); the columns from the query's own
+    cursor (asking DuckDB first bound every query twice)."""
     with _engine_errors():
         sql, parameters = con.translator.translate(kql, now)
         con.abort()      # rows an earlier statement left unread
@@ -331,10 +304,9 @@ def write(con, kql: str, writer, out,
 
 
 def _copy(con, described, as_json: bool, out) -> None:
-    """The stored result as output.write_csv or write_json writes its
-    values (datetimes in ISO 8601 with Z; in CSV, True/False, nothing for
-    null or empty text, JSON for lists), written by DuckDB's COPY to a
-    file in the cache folder, then to *out*."""
+    """The stored result, its values as output.write_csv or write_json
+    writes them (ISO 8601 datetimes with Z; in CSV True/False, nothing for
+    null or '', JSON for lists), by DuckDB's COPY, through a file."""
     cells = ', '.join(f'{_copied(name, str(kind).upper(), as_json)} AS '
                       f'"{name}"' for name, kind, *_ in described)
     form = '(FORMAT json, ARRAY true)' if as_json else \

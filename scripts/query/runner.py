@@ -20,28 +20,24 @@ class Runner:
         self.results_dir = results_dir
         self.now = now             # fixed 'now' for the local engine
         self._con = None          # a DuckDB connection or a LogsQueryClient
-        self._texts = []          # KQL to translate as the store is read
 
     def expect(self, *queries: str | library.Query) -> None:
-        """Say which queries will run, so that they are translated while
-        the local store is read (the report runs five)."""
-        self._texts += [_local_text(self._query(query)) for query in queries]
+        """Which queries will run (the report's): nothing to prepare, as
+        one local connection serves every query."""
 
     @staticmethod
     def _query(name_or_file) -> library.Query:
         return (name_or_file if isinstance(name_or_file, library.Query)
                 else library.resolve(name_or_file))
 
-    def _local(self, text: str):
+    def _local(self):
         """The local connection, opened once."""
         if self._con is None:
             if self.results_dir is None:
                 from config.results import store
                 store.existing_home()    # a typo must not answer "no rows"
-            self._con = _engine('local').connect(
-                self.results_dir, self.filters,
-                queries=tuple(dict.fromkeys([text, *self._texts])),
-                now=self.now)
+            self._con = _engine('local').connect(self.results_dir,
+                                                 self.filters)
         return self._con
 
     def close(self) -> None:
@@ -54,11 +50,10 @@ class Runner:
         """What the reader should know about the rows it read."""
         if self.workspace or self._con is None:
             return []
-        engine = _engine('local')
         notes = list(self._con.notes)
-        skipped = engine.unreadable_lines(self._con)
+        skipped = self._con.unreadable
         if skipped:
-            _name_unreadable_lines(engine.damaged_files(self._con))
+            _name_unreadable_lines(self._con.damaged)
             notes.append(f'{skipped} line(s) of the local store could not '
                          'be read (a session still writing, or a damaged '
                          'file) and were left out')
@@ -93,13 +88,14 @@ class Runner:
             return engine.run(self._con, self.workspace,
                               library.compose(query, self.filters)).stream()
         text = _local_text(query)
-        return _engine('local').stream(self._local(text), text, self.now)
+        return _engine('local').stream(self._local(), text, self.now)
 
     def read(self, name_or_file: str | library.Query) -> None:
         """Reads the local store for this query now (nothing with a
         workspace), so that notes() speaks of it before its rows."""
         if not self.workspace:
-            self._local(_local_text(self._query(name_or_file)))
+            self._query(name_or_file)        # a name that is not: an error
+            self._local()
 
     def write(self, name_or_file: str | library.Query, writer, out) -> int:
         """*writer*'s text (output.write_table, write_csv or write_json) of
@@ -109,7 +105,7 @@ class Runner:
         if self.workspace:
             return writer(self.stream(query), out)
         text = _local_text(query)
-        return _engine('local').write(self._local(text), text, writer, out,
+        return _engine('local').write(self._local(), text, writer, out,
                                       self.now)
 
 
