@@ -34,7 +34,8 @@ from pathlib import Path
 
 import duckdb
 
-from config.results import batching, store
+from config.results import batching
+from config.results.store import files as store
 from scripts.query import json_lines
 from scripts.query.json_lines import FILE_COLUMN, sql_string
 

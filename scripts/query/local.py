@@ -22,7 +22,9 @@ from pathlib import Path
 
 import duckdb
 
-from config.results import batching, records, store
+from config.results import batching
+from config.results.rows import schema as row_schema
+from config.results.store import files as store
 from scripts.query import index, json_lines, library, output, sql_cache, \
     translator
 from scripts.query.json_lines import sql_string
@@ -70,7 +72,7 @@ def connect(results_dir: Path | None = None,
             filters: library.Filters | None = None):
     """A Connection with the store's rows as ReFrameResults_CL, each record
     once, and clusterproof_results, the base (with *filters*) over it."""
-    schema = records.schema()
+    schema = row_schema.schema()
     columns = schema['columns']
     # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
     # UTC for KQL's datetimes), without importing duckdb-kql's parser.

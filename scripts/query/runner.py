@@ -34,7 +34,7 @@ class Runner:
         """The local connection, opened once."""
         if self._con is None:
             if self.results_dir is None:
-                from config.results import store
+                from config.results.store import files as store
                 store.existing_home()    # a typo must not answer "no rows"
             self._con = _engine('local').connect(self.results_dir,
                                                  self.filters)
@@ -122,7 +122,7 @@ def _local_text(query: library.Query) -> str:
 def _name_unreadable_lines(paths: list[str]) -> None:
     """One warning per unreadable line, naming file and line, from the
     store's own reader: of the files the engine found damaged, alone."""
-    from config.results import store
+    from config.results.store import files as store
     for path in paths:
         for _ in store.file_rows(Path(path)):
             pass

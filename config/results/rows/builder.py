@@ -1,87 +1,15 @@
-"""One perf record -> one row of the results table.
-
-The columns come from bicep/results_schema.json, the single source of truth
-shared with the Log Analytics table and the DCR stream declaration. Every
-value is made JSON-safe, and every row has every column (None where unknown).
-"""
+"""One test's perf records -> its rows of the results table (rows/schema.py
+says what a row holds)."""
 from __future__ import annotations
 
-import datetime as dt
-import functools
-import json
-import math
 import os
 import uuid
-from pathlib import Path
 
-SCHEMA_FILE = Path(__file__).resolve().parents[2] / 'bicep' / \
-    'results_schema.json'
-DATA_VERSION = '2.0'
+from .schema import (DATA_VERSION, HEALTH_FACILITY, column_names, make_row,
+                     now_iso)
+
 # A LogRecord attribute holding its row, so every handler sends the same one
 ROW_ATTR = '_clusterproof_row'
-# The facility of the rows of the health samples around a test
-HEALTH_FACILITY = 'clusterproof-health'
-
-
-@functools.lru_cache(maxsize=None)
-def schema() -> dict:
-    with open(SCHEMA_FILE) as fp:
-        return json.load(fp)
-
-
-def column_names() -> list[str]:
-    return [column['name'] for column in schema()['columns']]
-
-
-def column_types() -> dict[str, str]:
-    return {column['name']: column['type'] for column in schema()['columns']}
-
-
-def json_safe(value):
-    """Plain JSON types only: NaN/inf become None, sets become lists,
-    datetimes become ISO 8601 strings, anything else its str()."""
-    if value is None or isinstance(value, (bool, str, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = sorted(value, key=str) if isinstance(
-            value, (set, frozenset)) else value
-        return [json_safe(v) for v in items]
-    return str(value)
-
-
-def _coerce(value, kind: str):
-    value = json_safe(value)
-    if value is None:
-        return None
-    try:
-        if kind == 'real':
-            return float(value)
-        if kind in ('int', 'long'):
-            return int(value)
-    except (TypeError, ValueError):
-        return None
-    if kind == 'string' and not isinstance(value, str):
-        return json.dumps(value)
-    return value
-
-
-def make_row(values: dict) -> dict:
-    """A complete row: every schema column, typed, nothing else."""
-    types = column_types()
-    return {name: _coerce(values.get(name), kind)
-            for name, kind in types.items()}
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat()
 
 
 def cluster_name(system: str | None) -> str | None:
@@ -128,6 +56,9 @@ def _check_facts(check) -> dict:
     facts['metric_reference_keys'] = getattr(check, 'metric_reference_keys',
                                              {})
     facts['metric_devices'] = getattr(check, 'metric_devices', {})
+    # the GPU a per-GPU metric was measured on: perf variable -> {'index',
+    # 'bus_id', 'serial'} (gpu_columns)
+    facts['metric_gpus'] = dict(getattr(check, 'metric_gpus', None) or {})
     # a batch of nodes measured one by one (checks/common/fanned_job.py)
     facts['metric_groups'] = getattr(check, 'metric_groups', {})
     facts['step_ranks'] = getattr(check, 'step_ranks', 0)
@@ -164,6 +95,17 @@ def _check_facts(check) -> dict:
     except ValueError:
         facts['baseline_verdicts'] = {}
     return facts
+
+
+GPU_COLUMNS = {'index': 'gpu_index', 'bus_id': 'gpu_bus_id',
+               'serial': 'gpu_serial'}
+
+
+def gpu_columns(gpu: dict | None) -> dict:
+    """{'index': 5, 'bus_id': '00000009:00:00.0', 'serial': '1654...'} ->
+    the row's gpu_index, gpu_bus_id and gpu_serial (None where unknown)."""
+    gpu = gpu or {}
+    return {column: gpu.get(key) for key, column in GPU_COLUMNS.items()}
 
 
 PUBLISHED, SITE_BASELINE = 'published', 'site_baseline'
@@ -233,7 +175,8 @@ def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
                   not health.get('reference') else None}
         node = health.get('node')
         row_facts = {**facts, 'job_nodes': [node] if node else [],
-                     'metric_devices': {}, 'metric_peaks': {},
+                     'metric_devices': {}, 'metric_gpus': {},
+                     'metric_peaks': {},
                      'baseline_verdicts': {},
                      'reference_sources': {health['metric']:
                                            health.get('source') or None},
@@ -242,6 +185,7 @@ def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
         row = _row_values(values, session_id, row_facts)
         row['facility'] = HEALTH_FACILITY
         row['device'] = health.get('device')
+        row.update(gpu_columns(health.get('gpu')))
         row['check_perf_result'] = health.get('result')
         row['check_fail_reason'] = health.get('reason') or None
         rows[f"{health['metric']}@{health.get('device')}@{node}"] = row
@@ -315,6 +259,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     values.update({
         'check_perf_var': metric,
         'device': device,
+        **gpu_columns(facts.get('metric_gpus', {}).get(plain)),
         'check_perf_peak': facts.get('metric_peaks', {}).get(metric),
         'peak_source': facts.get('peak_sources', {}).get(metric),
         'TimeGenerated': now_iso(),
