@@ -183,6 +183,15 @@ def report(node_verdicts, session_id: str, started: str,
     summary; never raises for Azure's or a node's sake."""
     plans = plan(node_verdicts)
     result = {'reports': [], 'not_reported': [], 'notes': []}
+    try:
+        ledger.events()
+    except ledger.LedgerError as error:
+        note = f'nothing reported to Azure: {error}'
+        say(note)
+        result['notes'].append(note)
+        result['not_reported'] += [{'node': p.node, 'why': note}
+                                   for p in plans]
+        return result
     for p in plans:
         if p.finding is None:
             result['not_reported'].append({'node': p.node,
@@ -255,11 +264,21 @@ def _send_one(p: Plan, session_id, started, dry_run, say, probe) -> dict:
         say(f'would send: PUT {url}')
         say(json.dumps(body, indent=2))
         return {**facts, 'state': 'dry_run', 'detail': 'not sent (--dry-run)'}
-    ledger.append({**facts, 'state': ledger.SENDING})
+    try:
+        ledger.append({**facts, 'state': ledger.SENDING})
+    except OSError as error:
+        why = (f'the ledger {ledger.path()} cannot be written ({error}): '
+               'nothing is sent that could not be kept')
+        say(f'not reported to Azure: {p.node}: {why}')
+        return {'node': p.node, 'why': why}
     answer = impact_api.call('PUT', url, body)
     state, detail = impact_api.outcome(answer)
-    ledger.append({'name': name, 'state': state, 'detail': detail,
-                   'answer': answer.as_dict()})
+    try:
+        ledger.append({'name': name, 'state': state, 'detail': detail,
+                       'answer': answer.as_dict()})
+    except OSError as error:
+        detail += (f'; the answer is not in the ledger ({error}): the next '
+                   'run sends the report again under its name')
     verb = {impact_api.FILED: 'reported to Azure',
             impact_api.ALREADY_FILED: 'already reported to Azure'}.get(
         state, 'NOT reported to Azure')
