@@ -45,6 +45,13 @@ def test_one_slow_gpu_of_one_node_is_named_and_no_other(sandbox_env):
             and r['device'] == 'gpu3' and r['check_perf_var'] == 'h2d_bw']
     # line 25 of the recording: 55.30 GB/s, halved
     assert [r['check_perf_value'] for r in slow] == [27.65]
+    # peaks.yaml's ND H100 v5 NVLink figure, per direction, on P2P rows
+    assert {(r['check_perf_peak'], r['peak_source'].split(' (')[0])
+            for r in mine if r['check_perf_var'] == 'p2p_read_bw'} == {
+        (450.0, 'NVLink 4, 900 GB/s bidirectional = 450 GB/s per '
+                'direction')}
+    assert {r['check_perf_peak'] for r in mine
+            if r['check_perf_var'] == 'h2d_bw'} == {None}
     # the sandbox cannot lock clocks as the health checks do: the floors
     # are shown, not judged
     assert {r['check_perf_result'] for r in mine} == {'informational'}
