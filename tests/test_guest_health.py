@@ -373,3 +373,33 @@ def test_without_an_identity_nothing_is_filed_and_it_says_why(
     assert report['detail'].startswith('no Azure token for '
                                        'https://management.azure.com/.default')
     assert impact_api.puts == []
+
+
+def test_a_gpu_finding_names_the_gpu_in_the_documented_fields(nodes,
+                                                              impact_api):
+    impact_api.onboarded.add(SUB)
+    # what the health judge says of an XID 79 (checks/health/judge.py)
+    xid = Finding('sb-n2', 'sandbox:ndv5', 'NcclSingleNode', FAIL,
+                  kind='xid_error', device='gpu3', value=79,
+                  reason='health: GPU 3 XID 79: NVRM: Xid (PCI:0000:9b:00): '
+                  '79, GPU has fallen off the bus.',
+                  gpu={'index': 3, 'bus_id': '00000000:9B:00.0',
+                       'serial': '1654922009876'},
+                  confirmations=['fail'])
+    result, _ = send([bad('sb-n2', xid, partition='sandbox:ndv5')])
+    [put] = impact_api.puts
+    props = put.body['properties']
+    assert props['impactCategory'] == \
+        'Resource.Hpc.Unhealthy.XID79FallenOffBus'
+    assert props['additionalProperties'] == {
+        'PhysicalHostName': 'GGBB90904472',
+        'VmUniqueId': '00000002-aaaa-bbbb-cccc-dddddddddddd',
+        'SerialNumber': '1654922009876', 'Location': '00000000:9B:00.0'}
+    assert 'GPU 3 (bus id 00000000:9B:00.0, serial 1654922009876)' in \
+        props['impactDescription']
+    # the GPU checks of issues 38 and 39 map too
+    for check, category in (('GpuInventory', 'HpcMissingGpu'),
+                            ('GpuDiag', 'HpcGpuDcgmDiagFailure'),
+                            ('GpuMemoryBandwidth', 'GPUMemoryBWFailure')):
+        assert categories.mapping_for(check).category == \
+            f'Resource.Hpc.Unhealthy.{category}'

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import uuid
 from dataclasses import dataclass, field
 
+from config.results import settings
 from config.results.rows import builder, schema as row_schema
 from scripts.acceptance import verdicts
 from scripts.acceptance.findings import FAIL, PUBLISHED, Finding
@@ -111,6 +111,10 @@ def evidence_line(finding: Finding) -> str:
     parts = [finding.check]
     if finding.device:
         parts.append(f'device {finding.device}')
+    gpu = finding.gpu or {}
+    if gpu.get('index') is not None:
+        parts.append(f"GPU {gpu['index']} (bus id {gpu.get('bus_id')}, "
+                     f"serial {gpu.get('serial')})")
     if finding.metric:
         unit = f' {finding.unit}' if finding.unit else ''
         value = f'{finding.metric}={_number(finding.value)}{unit}'
@@ -140,8 +144,13 @@ def request_body(found: Plan, who: identity.Identity, session_id: str,
     extra = {identity.HOST_KEY: who.physical_host}
     if who.vm_id:
         extra['VmUniqueId'] = who.vm_id
-    if found.finding.device and categories.is_gpu(kind_of(found.finding)):
-        extra['Location'] = str(found.finding.device)
+    # the documented GPU fields (REPORT_DOC, "Resource.Hpc.Unhealthy.*
+    # fields specific to GPUs"): where the health sample named the GPU
+    gpu = found.finding.gpu or {}
+    if gpu.get('serial'):
+        extra['SerialNumber'] = str(gpu['serial'])
+    if gpu.get('bus_id'):
+        extra['Location'] = str(gpu['bus_id'])
     return {'properties': {
         'startDateTime': started,
         'reportedTimeUtc': utc_text(),
@@ -160,7 +169,7 @@ def utc_text(when: float | None = None) -> str:
 
 
 def _subscription(who: identity.Identity) -> str | None:
-    chosen = os.environ.get('CLUSTERPROOF_GHR_SUBSCRIPTION', '').strip()
+    chosen = settings.ghr_subscription()
     if chosen:
         return chosen
     if who.subscription:
