@@ -2,7 +2,7 @@
 bad node, after the verdicts are final.
 
 A node is reported when it is bad, one of its failures is confirmed (it
-failed every re-measurement: --confirm, or ReFrame's --retry-failed), that
+failed every re-measurement of --confirm N), that
 failure maps to a category (categories.py), and the node tells its VM id
 and physical host (identity.py). Nothing else is reported, and the summary
 says why for each bad node left out. More nodes to report than
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from config.results import settings
 from config.results.rows import builder, schema as row_schema
 from scripts.acceptance import verdicts
-from scripts.acceptance.findings import FAIL, PUBLISHED, Finding
+from scripts.acceptance.findings import FAIL, Finding
 
 from . import categories, identity, impact_api, ledger
 
@@ -60,10 +60,18 @@ def confirmed(finding: Finding) -> tuple[bool, str]:
                           're-measurement(s) too')
         return False, ('not confirmed: re-measured as '
                        + ', '.join(map(str, finding.confirmations)))
-    if finding.attempts > 1 and finding.basis in (PUBLISHED, None):
-        return True, f'failed all {finding.attempts} attempts'
+    # ReFrame's own retries (--retry-failed) are not enough: a batch job
+    # is retried when any of its nodes failed, so a later attempt's
+    # failure need not be this node's second one
     return False, ('not confirmed: measured once (run with --confirm N to '
                    're-measure a failure before it is reported)')
+
+
+# The first category of the table goes first (an XID's own category, not
+# in the table, before all)
+_ORDER: dict[str, int] = {}
+for _index, _mapping in enumerate(categories.MAPPINGS):
+    _ORDER.setdefault(_mapping.category, _index)
 
 
 def plan(node_verdicts) -> list[Plan]:
@@ -88,8 +96,7 @@ def plan(node_verdicts) -> list[Plan]:
             plans.append(Plan(v.node, v.partition, why_not='; '.join(
                 reasons) or 'no failure of its own'))
             continue
-        order = {m.category: i for i, m in enumerate(categories.MAPPINGS)}
-        chosen.sort(key=lambda fm: order.get(fm[1].category, -1))
+        chosen.sort(key=lambda fm: _ORDER.get(fm[1].category, -1))
         finding, mapping = chosen[0]
         plans.append(Plan(v.node, v.partition, finding, mapping, [
             f for f, m in chosen if m.category == mapping.category]))
