@@ -201,6 +201,11 @@ def test_a_confirmed_bad_node_is_reported_once_with_its_evidence(
     assert row['check_job_nodelist'] == ['sb-n1']
     assert row['guest_health_report']['name'] == report['name']
     assert row['guest_health_report']['physical_host_name'] == 'GGBB90904471'
+    # a test of its own: no query takes it for a StreamCheck result, nor
+    # for a verdict about the failing row
+    assert row['check_name'] == 'GuestHealthReport'
+    assert row['judged_record_id'] is None
+    assert row['guest_health_report']['check'] == 'StreamCheck'
     # a later run does not report the node again while the report is open
     again, _ = send([bad('sb-n1', stream_fail('sb-n1'))])
     assert again['reports'] == [] and len(impact_api.puts) == 1
