@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from config.results import records
+from config.results.rows import builder
 from scripts.acceptance import summary
 from scripts.acceptance.verdicts import FAIL, NOT_MEASURED, PASS, Finding
 from scripts.query import empty, library
@@ -23,7 +23,7 @@ def cli(*args, env):
 
 
 def test_a_variable_without_reference_stores_null_not_zero():
-    row = records.row_from_log_record(perf_record(
+    row = builder.row_from_log_record(perf_record(
         check_perf_ref=0, check_perf_lower_thres=None,
         check_perf_upper_thres=None), 'session-1')
     assert row['check_perf_result'] == 'no_reference'
@@ -38,7 +38,7 @@ def write_rows(home, rows):
 
 
 def old_row(**values):
-    row = records.row_from_log_record(perf_record(
+    row = builder.row_from_log_record(perf_record(
         check_perf_lower_thres=None, check_perf_upper_thres=None), 's-old')
     row.update(session_id='20261130T100000Z-0000aaaa', **values)
     return row

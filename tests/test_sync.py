@@ -5,7 +5,9 @@ import collections
 import datetime as dt
 import re
 
-from config.results import ledger, records, store
+from config.results.azure import ledger
+from config.results.rows import schema as row_schema
+from config.results.store import files as store
 from scripts.cli import main as cli
 from tests.reporting_helpers import (assert_no_token, run_sync, session_env,
                                      shipped_ids, stored_ids)
@@ -20,7 +22,7 @@ def store_session(home, rows=3, day='20261130', completion=True,
     stamp = dt.datetime.strptime(day, '%Y%m%d').replace(
         hour=1, tzinfo=dt.timezone.utc).isoformat()
     for index in range(rows):
-        session.append(records.make_row({
+        session.append(row_schema.make_row({
             'record_id': f'{session.session_id}-{index:05d}',
             'session_id': session.session_id,
             'TimeGenerated': stamp,
