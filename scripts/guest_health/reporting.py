@@ -2,7 +2,7 @@
 bad node, after the verdicts are final.
 
 A node is reported when it is bad, one of its failures is confirmed (it
-failed every re-measurement: --confirm, or ReFrame's --retry-failed), that
+failed every re-measurement of --confirm N), that
 failure maps to a category (categories.py), and the node tells its VM id
 and physical host (identity.py). Nothing else is reported, and the summary
 says why for each bad node left out. More nodes to report than
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import uuid
 from dataclasses import dataclass, field
 
+from config.results import settings
 from config.results.rows import builder, schema as row_schema
 from scripts.acceptance import verdicts
-from scripts.acceptance.findings import FAIL, PUBLISHED, Finding
+from scripts.acceptance.findings import FAIL, Finding
 
 from . import categories, identity, impact_api, ledger
 
@@ -60,10 +60,18 @@ def confirmed(finding: Finding) -> tuple[bool, str]:
                           're-measurement(s) too')
         return False, ('not confirmed: re-measured as '
                        + ', '.join(map(str, finding.confirmations)))
-    if finding.attempts > 1 and finding.basis in (PUBLISHED, None):
-        return True, f'failed all {finding.attempts} attempts'
+    # ReFrame's own retries (--retry-failed) are not enough: a batch job
+    # is retried when any of its nodes failed, so a later attempt's
+    # failure need not be this node's second one
     return False, ('not confirmed: measured once (run with --confirm N to '
                    're-measure a failure before it is reported)')
+
+
+# The first category of the table goes first (an XID's own category, not
+# in the table, before all)
+_ORDER: dict[str, int] = {}
+for _index, _mapping in enumerate(categories.MAPPINGS):
+    _ORDER.setdefault(_mapping.category, _index)
 
 
 def plan(node_verdicts) -> list[Plan]:
@@ -88,8 +96,7 @@ def plan(node_verdicts) -> list[Plan]:
             plans.append(Plan(v.node, v.partition, why_not='; '.join(
                 reasons) or 'no failure of its own'))
             continue
-        order = {m.category: i for i, m in enumerate(categories.MAPPINGS)}
-        chosen.sort(key=lambda fm: order.get(fm[1].category, -1))
+        chosen.sort(key=lambda fm: _ORDER.get(fm[1].category, -1))
         finding, mapping = chosen[0]
         plans.append(Plan(v.node, v.partition, finding, mapping, [
             f for f, m in chosen if m.category == mapping.category]))
@@ -111,6 +118,10 @@ def evidence_line(finding: Finding) -> str:
     parts = [finding.check]
     if finding.device:
         parts.append(f'device {finding.device}')
+    gpu = finding.gpu or {}
+    if gpu.get('index') is not None:
+        parts.append(f"GPU {gpu['index']} (bus id {gpu.get('bus_id')}, "
+                     f"serial {gpu.get('serial')})")
     if finding.metric:
         unit = f' {finding.unit}' if finding.unit else ''
         value = f'{finding.metric}={_number(finding.value)}{unit}'
@@ -140,8 +151,13 @@ def request_body(found: Plan, who: identity.Identity, session_id: str,
     extra = {identity.HOST_KEY: who.physical_host}
     if who.vm_id:
         extra['VmUniqueId'] = who.vm_id
-    if found.finding.device and categories.is_gpu(kind_of(found.finding)):
-        extra['Location'] = str(found.finding.device)
+    # the documented GPU fields (REPORT_DOC, "Resource.Hpc.Unhealthy.*
+    # fields specific to GPUs"): where the health sample named the GPU
+    gpu = found.finding.gpu or {}
+    if gpu.get('serial'):
+        extra['SerialNumber'] = str(gpu['serial'])
+    if gpu.get('bus_id'):
+        extra['Location'] = str(gpu['bus_id'])
     return {'properties': {
         'startDateTime': started,
         'reportedTimeUtc': utc_text(),
@@ -160,7 +176,7 @@ def utc_text(when: float | None = None) -> str:
 
 
 def _subscription(who: identity.Identity) -> str | None:
-    chosen = os.environ.get('CLUSTERPROOF_GHR_SUBSCRIPTION', '').strip()
+    chosen = settings.ghr_subscription()
     if chosen:
         return chosen
     if who.subscription:
@@ -183,6 +199,15 @@ def report(node_verdicts, session_id: str, started: str,
     summary; never raises for Azure's or a node's sake."""
     plans = plan(node_verdicts)
     result = {'reports': [], 'not_reported': [], 'notes': []}
+    try:
+        ledger.events()
+    except ledger.LedgerError as error:
+        note = f'nothing reported to Azure: {error}'
+        say(note)
+        result['notes'].append(note)
+        result['not_reported'] += [{'node': p.node, 'why': note}
+                                   for p in plans]
+        return result
     for p in plans:
         if p.finding is None:
             result['not_reported'].append({'node': p.node,
@@ -255,11 +280,21 @@ def _send_one(p: Plan, session_id, started, dry_run, say, probe) -> dict:
         say(f'would send: PUT {url}')
         say(json.dumps(body, indent=2))
         return {**facts, 'state': 'dry_run', 'detail': 'not sent (--dry-run)'}
-    ledger.append({**facts, 'state': ledger.SENDING})
+    try:
+        ledger.append({**facts, 'state': ledger.SENDING})
+    except OSError as error:
+        why = (f'the ledger {ledger.path()} cannot be written ({error}): '
+               'nothing is sent that could not be kept')
+        say(f'not reported to Azure: {p.node}: {why}')
+        return {'node': p.node, 'why': why}
     answer = impact_api.call('PUT', url, body)
     state, detail = impact_api.outcome(answer)
-    ledger.append({'name': name, 'state': state, 'detail': detail,
-                   'answer': answer.as_dict()})
+    try:
+        ledger.append({'name': name, 'state': state, 'detail': detail,
+                       'answer': answer.as_dict()})
+    except OSError as error:
+        detail += (f'; the answer is not in the ledger ({error}): the next '
+                   'run sends the report again under its name')
     verb = {impact_api.FILED: 'reported to Azure',
             impact_api.ALREADY_FILED: 'already reported to Azure'}.get(
         state, 'NOT reported to Azure')
