@@ -32,6 +32,7 @@ NAMESPACE = uuid.UUID('6b1f4f0e-5a55-4c1e-9a51-2f6c3c0de040')
 DESCRIPTION_LIMIT = 2000
 DEFAULT_FRACTION = 0.1
 ROW_METRIC = 'guest_health_report'
+ROW_TEST = 'GuestHealthReport'
 
 
 @dataclass
@@ -307,9 +308,10 @@ def _send_one(p: Plan, session_id, started, dry_run, say, probe) -> dict:
 def rows(result: dict | None, session_id: str,
          summary_facility: str) -> list[dict]:
     """One store row per report sent (whatever Azure answered), so KQL
-    shows what was reported when: check_perf_var 'guest_health_report',
-    informational, the judged row's record_id, the report in
-    guest_health_report."""
+    shows what was reported when: a test of its own (ROW_TEST, so that no
+    query takes it for a result of the check that failed, nor for a verdict
+    about its row: no judged_record_id), informational, the report and
+    the finding it is about in guest_health_report."""
     made = []
     for r in (result or {}).get('reports', []):
         if r.get('state') == 'dry_run':
@@ -324,22 +326,21 @@ def rows(result: dict | None, session_id: str,
             'check_tags': ['acceptance'],
             'cluster': builder.cluster_name(system),
             'check_system': system, 'check_partition': partition,
-            'check_name': r['check'].split('%')[0].strip(),
-            'check_display_name': r['check'],
+            'check_name': ROW_TEST, 'check_display_name': ROW_TEST,
             'check_perf_var': ROW_METRIC, 'device': r.get('device'),
             'check_perf_result': 'informational',
             'check_result': 'informational',
             'check_fail_reason': r['detail'],
             'check_jobid': r.get('jobid'),
             'check_job_nodelist': [r['node']],
-            'judged_record_id': r.get('judged_record_id'),
             ROW_METRIC: {
                 'name': r['name'], 'category': r['category'],
                 'state': r['state'], 'http_status': answer.get('status'),
                 'impacted_resource_id': r['impacted_resource_id'],
                 'physical_host_name': r['physical_host'],
                 'subscription': r['subscription'],
-                'finding': r.get('metric') or r['check']},
+                'check': r['check'], 'metric': r.get('metric'),
+                'judged_record_id': r.get('judged_record_id')},
         }))
     return made
 
