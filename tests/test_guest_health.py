@@ -408,3 +408,16 @@ def test_a_gpu_finding_names_the_gpu_in_the_documented_fields(nodes,
                             ('GpuMemoryBandwidth', 'GPUMemoryBWFailure')):
         assert categories.mapping_for(check).category == \
             f'Resource.Hpc.Unhealthy.{category}'
+
+
+def test_azure_reports_lists_the_ledger(nodes, impact_api, capsys):
+    from scripts.cli import main as cli
+    assert cli.main(['azure-reports']) == 0
+    assert capsys.readouterr().out.startswith('no Guest Health Report sent')
+    impact_api.onboarded.add(SUB)
+    result, _ = send([bad('sb-n1', stream_fail('sb-n1'))])
+    assert cli.main(['azure-reports']) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.split()[1:] == [
+        'sb-n1', 'Resource.Hpc.Unhealthy.CPUPerformance', 'host',
+        'GGBB90904471', 'filed', result['reports'][0]['name']]
