@@ -10,8 +10,9 @@ What each plugin adds, stage by stage, in the order ReFrame runs it
   (health_sampling.py), VmSize (vm_size.py) and JobNodes (job_nodes.py)
   each put a line at the front of the job script, so that it starts with
   JobNodes' (record the nodes), then VmSize's (ask each node's VM size),
-  then HealthSampling's (sample health before the run, and after it at the
-  end); BenchmarkTest adds the partition's launcher options; FansOut
+  then ExternalTool's guard (the tool is on the node), then
+  HealthSampling's (sample health before the run; its sample after the run
+  ends the script); BenchmarkTest adds the partition's launcher options; FansOut
   (fanned_job.py) turns a batch job into one step per node or pair, last.
 - after run: HealthSampling reads the samples, VmSize the VM sizes, JobNodes
   the nodes (each reads the nodes file JobNodes' line wrote).
