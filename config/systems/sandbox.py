@@ -8,11 +8,11 @@ same five CPU-only nodes (sb-n1 to sb-n5, 2 cores each) on this one host.
 """
 import os
 
+from ..results import settings
 from . import sku_facts
 
 # Same default as scripts/cli/sandbox.py; `source <dir>/env` exports the variable.
-SANDBOX_DIR = os.environ.get('CLUSTERPROOF_SANDBOX_DIR') or os.path.join(
-    os.environ.get('TMPDIR') or '/tmp', 'clusterproof-sandbox')
+SANDBOX_DIR = str(settings.sandbox_dir())
 
 # Jobs run as root and both nodes are one host: Open MPI must accept root and
 # use TCP over loopback. The sandbox's TaskProlog sets the same variables for
@@ -63,7 +63,7 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
             # MpiDefault=pmix already; stated so job scripts match Azure's.
             'launcher_options': ['--mpi=pmix'],
             # Only when set: a loopback stand-in of the metadata service.
-            'vm_size_url': os.environ.get('CLUSTERPROOF_IMDS_URL', ''),
+            'vm_size_url': settings.imds_url(),
         },
     }
 

@@ -96,8 +96,9 @@ def call(method: str, url: str, body: dict | None = None) -> Answer:
     try:
         token = _token()
     except Exception as error:   # azure-identity's errors are many
-        return Answer(None, error=f'no Azure token for {scope()} '
-                      f'({type(error).__name__}: {str(error)[:200]})')
+        return Answer(None, attempts=0, error=(
+            f'no Azure token for {scope()} ({type(error).__name__}: '
+            f'{" ".join(str(error).split())[:200]})'))
     answer = Answer(None)
     for attempt in range(ATTEMPTS):
         answer.attempts = attempt + 1
@@ -152,6 +153,10 @@ def outcome(answer: Answer) -> tuple[str, str]:
     if status == 404:
         return REFUSED, (f'HTTP 404 {said}: no such subscription or '
                          'provider (is Microsoft.Impact registered?)')
+    if status is None and answer.attempts == 0:
+        return REFUSED, (f'{answer.error}: DefaultAzureCredential found no '
+                         'identity (the managed identity of the node, `az '
+                         'login`, or the service principal variables)')
     if status is None:
         return FAILED, (f'no answer after {answer.attempts} attempt(s): '
                         f'{answer.error}; the next run tries again')
