@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.guest_health import identity, ledger
+from config.results import settings
+from scripts.guest_health import ledger
 from tests.helpers import REPO, stored_rows
 from tests.loopback_imds import LoopbackImds
 from tests.loopback_impact import impact_api  # noqa: F401
@@ -43,8 +44,8 @@ def azure_side(impact_api, tmp_path):
         yield tmp_path, {**impact_api.env(),
                'REQUESTS_CA_BUNDLE': impact_api.ca_bundle,
                'SSL_CERT_FILE': impact_api.ca_bundle,
-               identity.IMDS_URL_SETTING: imds.compute_url(),
-               identity.KVP_SETTING: str(tmp_path / 'kvp-%n')}
+               settings.IMDS_COMPUTE_URL: imds.compute_url(),
+               settings.KVP_POOL: str(tmp_path / 'kvp-%n')}
 
 def test_a_confirmed_bad_node_is_reported_followed_and_taken_back(
         sandbox_env, azure_side, impact_api, monkeypatch):

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import uuid
 from dataclasses import dataclass, field
 
+from config.results import settings
 from config.results.rows import builder, schema as row_schema
 from scripts.acceptance import verdicts
 from scripts.acceptance.findings import FAIL, PUBLISHED, Finding
@@ -169,7 +169,7 @@ def utc_text(when: float | None = None) -> str:
 
 
 def _subscription(who: identity.Identity) -> str | None:
-    chosen = os.environ.get('CLUSTERPROOF_GHR_SUBSCRIPTION', '').strip()
+    chosen = settings.ghr_subscription()
     if chosen:
         return chosen
     if who.subscription:
