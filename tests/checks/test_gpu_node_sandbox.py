@@ -22,6 +22,7 @@ SEVEN = DATA / 'ndv5-7gpu-gpu5-missing-nvidia-smi-q_composed.txt'
 LINKS = DATA / 'ndv5-8gpu-nvlink-s_composed.txt'
 LINK_DOWN = DATA / 'ndv5-8gpu-nvlink-s-gpu5-link3-inactive_composed.txt'
 DIAG = DATA / 'ndv5-8gpu-dcgmi-diag-r3-json_composed.out'
+DIAG_SKIPPED = DATA / 'ndv5-8gpu-dcgmi-diag-r3-json-all-skip_composed.out'
 CHECKS = ['GpuInventory', 'GpuNvlink', 'GpuDiag']
 
 
@@ -109,3 +110,23 @@ def test_acceptance_names_the_broken_gpus_and_no_other(sandbox_env):
     failing = {(r['check_job_nodelist'][0], r['gpu_index'])
                for r in rows if r['check_perf_result'] == 'fail'}
     assert failing == {('sb-n2', 5), ('sb-n3', 5)}
+
+
+def test_a_diagnostic_that_skipped_everything_is_not_measured(sandbox_env):
+    env = {**sandbox_env, 'CLUSTERPROOF_SANDBOX_GPUS': '8',
+           'PATH': os.pathsep.join([str(STANDINS / 'gpu'),
+                                    sandbox_env['PATH']]),
+           'CLUSTERPROOF_REPLAY_GPU_Q': str(EIGHT),
+           'CLUSTERPROOF_REPLAY_DCGMI': str(DIAG),
+           'CLUSTERPROOF_REPLAY_DCGMI_SB_N4': str(DIAG_SKIPPED)}
+    result, summary = acceptance(env, '--system', 'sandbox', '--partition',
+                                 'ndv5', '--checks', 'checks/gpu/gpu_node.py',
+                                 '--exclude', '^Gpu(Inventory|Nvlink)')
+    out = result.stdout + result.stderr
+    assert verdict_of(summary) == expected(
+        'good', {'sb-n4': 'not_measured'}), out
+    [gap] = [f for n in summary['nodes'] if n['node'] == 'sb-n4'
+             for f in n['findings'] if f['verdict'] == 'not_measured']
+    assert gap['check'] == 'GpuDiag'
+    assert 'every test plugin was skipped on every GPU (not measured): ' \
+        'diagnostic' in gap['reason'], gap
