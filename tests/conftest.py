@@ -1,4 +1,6 @@
-pytest_plugins = ['tests.loopback_azure']
+# Fixtures of the support modules, for every test.
+pytest_plugins = ['tests.support.loopback_azure',
+                  'tests.support.acceptance_runs']
 
 import os
 import shutil

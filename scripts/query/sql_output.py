@@ -2,7 +2,7 @@
 every cell formatted, each column's width counted and each line padded in
 SQL; for CSV every field written and quoted there; so that a result of a
 million rows (node_outliers --all) never becomes Python values. The text
-is output.py's to the byte (tests/test_query_sql_output.py holds the two
+is output.py's to the byte (tests/query/test_query_sql_output.py holds the two
 to each other); a result with a column of a type not written here is left
 to Python (write() is None), and so is JSON, and a small result
 (PYTHON_ROWS), formatted faster there."""

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from scripts.query import cache_builder, parquet_cache
 from tests.bench import fleet_store
-from tests.helpers import REPO, suite_env
+from tests.support.helpers import REPO, suite_env
 
 CLI = str(REPO / 'scripts' / 'clusterproof')
 LIMIT = """
