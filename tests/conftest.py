@@ -1,6 +1,9 @@
-# Fixtures of the support modules, for every test.
-pytest_plugins = ['tests.support.loopback_azure',
-                  'tests.support.acceptance_runs']
+# Fixtures of the support modules, for every test; pytester runs a pytest of
+# its own (tests/cli/test_markers.py).
+pytest_plugins = ['pytester', 'tests.support.service_markers',
+                  'tests.support.loopback_azure',
+                  'tests.support.acceptance_runs', 'tests.support.browser',
+                  'tests.support.kql_validator']
 
 import os
 import shutil

@@ -3,14 +3,12 @@ workbook.bicep composes it, the alert) and the DCR transformation, checked by
 Kusto.Language against the columns of bicep/results_schema.json: no syntax
 error, no unknown name, no type error."""
 import datetime as dt
-from functools import cache
 
 import pytest
 
 from scripts.query import library
 from tests.support.bicep_templates import (BICEP, body, schema, template,
                                            workbook_content)
-from tests.support.kql_validator import validate
 
 
 def table_columns() -> list[dict]:
@@ -43,12 +41,12 @@ def deployed_queries() -> dict[str, str]:
     return texts
 
 
-@cache
-def verdicts() -> dict[str, list[dict]]:
+@pytest.fixture(scope='module')
+def verdicts(kusto) -> dict[str, list[dict]]:
     table = schema()['table']
-    found = validate(deployed_queries(), {table: table_columns()})
+    found = kusto(deployed_queries(), {table: table_columns()})
     # The DCR transformation reads the stream, always named `source`.
-    found.update(validate(
+    found.update(kusto(
         {'dcr transform': (BICEP / 'dcr_transform.kql').read_text()},
         {'source': table_columns()}))
     return found
@@ -61,39 +59,39 @@ EXPECTED = (
     ['workbook parameter Metric', 'alert criterion 0', 'dcr transform'])
 
 
-def test_every_deployed_query_is_checked():
-    assert sorted(verdicts()) == sorted(EXPECTED)
+def test_every_deployed_query_is_checked(verdicts):
+    assert sorted(verdicts) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize('where', EXPECTED)
-def test_kusto_language_finds_no_error(where):
-    assert verdicts()[where] == []
+def test_kusto_language_finds_no_error(verdicts, where):
+    assert verdicts[where] == []
 
 
-def test_the_shipped_files_as_the_cli_composes_them():
+def test_the_shipped_files_as_the_cli_composes_them(kusto):
     texts = {name: library.compose(query)
              for name, query in library.shipped().items()}
     table = schema()['table']
-    assert validate(texts, {table: table_columns()}) == \
+    assert kusto(texts, {table: table_columns()}) == \
         {name: [] for name in texts}
 
 
-def test_filters_keep_the_queries_valid():
+def test_filters_keep_the_queries_valid(kusto):
     filters = library.Filters(
         since=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc),
         cluster="prod's", partition='hbv4')
     text = library.compose(library.resolve('trends'), filters)
     table = schema()['table']
-    assert validate({'trends': text}, {table: table_columns()}) == \
+    assert kusto({'trends': text}, {table: table_columns()}) == \
         {'trends': []}
 
 
-def test_the_validator_rejects_what_log_analytics_would():
+def test_the_validator_rejects_what_log_analytics_would(kusto):
     """`latest` is a reserved word (the bug regressions.kql once had); an
     unknown column; a string added to a number; the raw table under a name
     the schema does not have."""
     table = schema()['table']
-    errors = validate({
+    errors = kusto({
         'reserved': f'let latest = {table} | take 1;\nlatest',
         'unknown': f'{table} | where no_such_column > 1',
         'types': f'{table} | extend x = cluster + 1',

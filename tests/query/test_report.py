@@ -4,14 +4,13 @@ in headless Chromium (Debian's `chromium`, installed by
 temporary directory."""
 import datetime as dt
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
 
 import pytest
 
 from scripts.report.svg import trend_chart
 from tests.support import query_store
+from tests.support.browser import headless
 from tests.support.cli_runs import cli
 from tests.support.query_envs import cloud_env, local_env
 
@@ -56,24 +55,6 @@ class Dom(HTMLParser):
                 if any(i == element_id for _, _, i in stack)]
 
 
-def chromium() -> str:
-    found = shutil.which('chromium')
-    if not found:
-        pytest.fail('chromium is not installed: run `bash scripts/setup.sh '
-                    '--test`')
-    return found
-
-
-def headless(*args, profile):
-    # No sandbox as root; every host name resolves nowhere, so anything the
-    # page tried to fetch would fail rather than leave this machine.
-    return subprocess.run(
-        [chromium(), '--headless', '--no-sandbox', '--disable-gpu',
-         '--hide-scrollbars', f'--user-data-dir={profile}',
-         '--host-resolver-rules=MAP * ~NOTFOUND', *args],
-        capture_output=True, text=True, timeout=120)
-
-
 @pytest.fixture(scope='module')
 def report(tmp_path_factory):
     home = tmp_path_factory.mktemp('home')
@@ -94,8 +75,9 @@ def test_the_file_needs_nothing_from_outside(report):
         {'http://www.w3.org/2000/svg'}
 
 
-def test_chromium_renders_charts_and_tables(report, tmp_path):
-    done = headless('--dump-dom', report.as_uri(), profile=tmp_path / 'p1')
+def test_chromium_renders_charts_and_tables(chromium, report, tmp_path):
+    done = headless(chromium, '--dump-dom', report.as_uri(),
+                    profile=tmp_path / 'p1')
     assert done.returncode == 0, done.stderr[-2000:]
     dom = Dom(done.stdout)
     sections = dom.find('section', 'cluster')
@@ -129,10 +111,11 @@ def test_chromium_renders_charts_and_tables(report, tmp_path):
     assert 'Azure HBv4 STREAM' in captions         # the reference's source
 
 
-def test_a_screenshot_in_a_temporary_directory(report, tmp_path):
+def test_a_screenshot_in_a_temporary_directory(chromium, report, tmp_path):
     shot = tmp_path / 'report.png'
-    done = headless(f'--screenshot={shot}', '--window-size=1300,2600',
-                    report.as_uri(), profile=tmp_path / 'p2')
+    done = headless(chromium, f'--screenshot={shot}',
+                    '--window-size=1300,2600', report.as_uri(),
+                    profile=tmp_path / 'p2')
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     assert shot.stat().st_size > 20000

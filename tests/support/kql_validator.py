@@ -1,7 +1,8 @@
 """Kusto.Language, Microsoft's KQL parser and semantic checker, run by the
 machine's Node.js from the npm package pinned in tests/support/kusto/ (installed by
 `scripts/setup.sh --test`). validate() answers the errors of each text: a
-syntax error, an unknown name or a type mismatch."""
+syntax error, an unknown name or a type mismatch. Tests reach it through the
+`kusto` fixture, which marks them `kusto` (tests/conftest.py)."""
 from __future__ import annotations
 
 import json
@@ -35,3 +36,11 @@ def validate(texts: dict[str, str], tables: dict[str, list[dict]],
                           cwd=KUSTO_DIR)
     assert done.returncode == 0, done.stderr
     return {item['name']: item['errors'] for item in json.loads(done.stdout)}
+
+
+@pytest.fixture(scope='session')
+def kusto():
+    """validate(), where Kusto.Language is installed (a failure saying how to
+    install it where not)."""
+    require_kusto_language()
+    return validate
