@@ -16,14 +16,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 TEST_PACKAGES=(
     slurmctld slurmd slurm-client slurmdbd slurm-wlm-basic-plugins
     slurm-wlm-mysql-plugin munge mariadb-server
-    openmpi-bin libopenmpi-dev libpmix-dev gcc hpcc openssl
+    openmpi-bin libopenmpi-dev libpmix-dev gcc hpcc openssl curl
     chromium
 )
 # systemd-analyze verify checks the schedule templates (scripts/schedules).
 TEST_PACKAGES+=(systemd)
 
-# Benchmarks Debian/Ubuntu ship: the suite runs them for real on this machine.
-RUN_PACKAGES=(openmpi-bin hpcc)
+# Benchmarks Debian/Ubuntu ship: the suite runs them for real on this machine;
+# curl, with which every job asks the metadata service for its VM size
+# (checks/common/vm_size.py).
+RUN_PACKAGES=(openmpi-bin hpcc curl)
 
 want_tests=0
 case "${1:-}" in

@@ -43,10 +43,18 @@ _NODE_NAME = '"${SLURMD_NODENAME:-$(hostname -s)}"'
 _VM_SIZE = re.compile(r'^[A-Za-z][A-Za-z0-9_-]{0,79}$')
 
 
+#: What a node without curl writes instead of its size (not a VM size:
+#: it has spaces), so that the run says why the size is unknown.
+NO_HTTP_CLIENT = 'no HTTP client: curl is not installed on'
+
+
 def _ask(url: str, into: str) -> str:
     parts = [shlex.quote(piece) for piece in url.split(NODE_PLACEHOLDER)]
-    return (f"curl -s -f -m {TIMEOUT_S} -H 'Metadata: true' --noproxy '*' "
-            f"{_NODE_NAME.join(parts)} > {into} 2>/dev/null || true")
+    missing = f'{NO_HTTP_CLIENT} {_NODE_NAME}'
+    return (f"if command -v curl >/dev/null 2>&1; then "
+            f"curl -s -f -m {TIMEOUT_S} -H 'Metadata: true' --noproxy '*' "
+            f"{_NODE_NAME.join(parts)} > {into} 2>/dev/null || true; "
+            f'else echo "{missing}" | tee {into} >&2; fi')
 
 
 def record_command(url: str) -> str:
@@ -83,6 +91,25 @@ def read_vm_size(path: str) -> str:
             return parse_vm_size(fp.read(200))
     except OSError:
         return ''
+
+
+def no_http_client(stagedir: str) -> list[str]:
+    """What the job's nodes wrote when they had no curl to ask with."""
+    paths = [os.path.join(stagedir, VM_SIZE_FILE)]
+    folder = os.path.join(stagedir, VM_SIZES_DIR)
+    if os.path.isdir(folder):
+        paths += [os.path.join(folder, name)
+                  for name in sorted(os.listdir(folder))]
+    said = []
+    for path in paths:
+        try:
+            with open(path, errors='replace') as fp:
+                text = fp.read(300).strip()
+        except OSError:
+            continue
+        if text.startswith(NO_HTTP_CLIENT) and text not in said:
+            said.append(text)
+    return said
 
 
 def read_node_sizes(stagedir: str, nodes: list[str]) -> dict[str, str]:
@@ -164,6 +191,9 @@ class VmSize(rfm.RegressionTestPlugin):
         partition = slurm_partition(self.current_partition)
         declared = self.current_partition.extras.get('vm_sku', '')
         self.node_vm_skus = sizes
+        for problem in no_http_client(self.stagedir):
+            self.logger.warning(f'{self.name}: VM size not recorded: '
+                                f'{problem}')
         self.vm_sku_mismatches = {
             node: found for node, size in sizes.items()
             if (found := mismatch(partition, declared, size, node))}

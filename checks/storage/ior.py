@@ -16,7 +16,12 @@ smoke run.
 The number is the file system's, so the file system is part of the run's
 reference key (``file_system``: its type and mount point as the job saw
 them, ``findmnt -T``): two file systems never share a published reference
-or a site baseline.
+or a site baseline. Where findmnt cannot tell (a chroot or container whose
+mount table does not hold the directory), the type comes from ``stat -f``
+and the mount point from the longest one in ``/proc/self/mountinfo`` that
+holds the directory, else ``unknown``: the key then reads e.g.
+``file_system=ext2/ext3:unknown``, which matches only runs that could not
+tell either, never a reference measured on a named mount.
 """
 import math
 import os
@@ -61,12 +66,37 @@ def segments_beyond_memory(memory_gib: float, tasks_per_node: int,
     return max(1, math.ceil(per_task / size_bytes(block_size)))
 
 
+#: awk over /proc/self/mountinfo (field 5: the mount point): the longest
+#: mount point holding the directory in ``d`` (with a trailing slash)
+_MOUNT_POINT_AWK = (
+    '{m = $5; if (m != "/") m = m "/"; '
+    'if (index(d, m) == 1 && length(m) > length(best)) best = m} '
+    'END {if (best == "") print "unknown"; else if (best == "/") print best; '
+    'else print substr(best, 1, length(best) - 1)}')
+
+
+def file_system_command(directory: str) -> str:
+    """Shell that writes '<type> <mount point>' of *directory* to
+    FILE_SYSTEM_FILE: findmnt's answer, else stat -f's type and
+    mountinfo's mount point, else 'unknown' for either; never fails."""
+    quoted = f'"{directory}"'
+    mount_point = (f"awk -v d=\"$(realpath -m {quoted})/\" "
+                   f"'{_MOUNT_POINT_AWK}' /proc/self/mountinfo "
+                   f"2>/dev/null || echo unknown")
+    fallback = (f'echo "$(stat -f -c %T {quoted} 2>/dev/null || '
+                f'echo unknown) $({mount_point})"')
+    return (f'{{ findmnt -n -o FSTYPE,TARGET -T {quoted} 2>/dev/null '
+            f'| grep . || {fallback}; }} > {FILE_SYSTEM_FILE} || true')
+
+
 def file_system_of(findmnt_output: str) -> str:
-    """``findmnt -n -o FSTYPE,TARGET -T DIR`` -> 'lustre:/lustre' ('' when
-    it said nothing usable)."""
+    """``findmnt -n -o FSTYPE,TARGET -T DIR`` (or the fallback's
+    '<type> unknown') -> 'lustre:/lustre' ('' when it said nothing
+    usable)."""
     for line in findmnt_output.splitlines():
         parts = line.split(None, 1)
-        if len(parts) == 2 and parts[1].strip().startswith('/'):
+        if len(parts) == 2 and (parts[1].strip().startswith('/')
+                                or parts[1].strip() == 'unknown'):
             fstype, target = parts[0], parts[1].strip()
             return f'{fstype}:{target}'.translate(_KEY_SEPARATORS)
     return ''
@@ -188,8 +218,7 @@ class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
         directory = self.scratch_dir()
         self.prerun_cmds += [
             JOB_TAG_COMMAND, f'mkdir -p "{directory}"',
-            f'findmnt -n -o FSTYPE,TARGET -T "{directory}" '
-            f'> {FILE_SYSTEM_FILE} || true']
+            file_system_command(directory)]
         self.postrun_cmds += [f'rm -rf "{directory}"']
         options = ['-a', self.api, '-w', '-r', '-C', '-e', '-g',
                    '-b', self.block_size, '-t', self.transfer_size,

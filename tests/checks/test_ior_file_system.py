@@ -1,11 +1,14 @@
 """IOR's file system is part of its reference key (checks/storage/ior.py):
 a site reference measured on one file system never judges, nor is shown
 beside, a run on another, and their baselines never mix."""
+import os
+import shutil
 import subprocess
 
 from checks.common import references
 from checks.common.reference_key import reference_key
-from checks.storage.ior import file_system_of
+from checks.storage.ior import (FILE_SYSTEM_FILE, file_system_command,
+                                file_system_of)
 
 METHOD = {'api': 'POSIX', 'block_size': '2M', 'transfer_size': '2M',
           'segments': 384, 'file_per_process': True, 'direct_io': False,
@@ -31,11 +34,42 @@ def test_findmnt_output_names_type_and_mount_point():
     assert file_system_of('') == file_system_of('findmnt: bad\n') == ''
 
 
-def test_this_hosts_findmnt_answers_in_that_form(tmp_path):
-    done = subprocess.run(['findmnt', '-n', '-o', 'FSTYPE,TARGET', '-T',
-                           str(tmp_path)], capture_output=True, text=True)
-    fstype, target = file_system_of(done.stdout).split(':', 1)
-    assert fstype and str(tmp_path).startswith(target)
+def _job_answer(directory, path=None):
+    """What the job's file-system step writes for *directory*."""
+    env = {**os.environ, 'PATH': path} if path else None
+    subprocess.run([shutil.which('bash'), '-c',
+                    file_system_command(str(directory))],
+                   cwd=directory, env=env, check=True, timeout=30)
+    return file_system_of(
+        (directory / FILE_SYSTEM_FILE).read_text())
+
+
+def test_this_hosts_answer_is_in_that_form(tmp_path):
+    # findmnt's answer where it can tell, the fallback's where it cannot
+    # (a chroot): either way a type and where the directory is mounted
+    fstype, target = _job_answer(tmp_path).split(':', 1)
+    assert fstype and fstype != 'unknown'
+    assert target == 'unknown' or str(tmp_path).startswith(target)
+
+
+def test_without_findmnt_type_from_stat_and_mount_point_from_mountinfo(
+        tmp_path):
+    # a findmnt that, as in a chroot, finds nothing for the directory
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    (bin_dir / 'findmnt').write_text('#!/bin/sh\nexit 1\n')
+    (bin_dir / 'findmnt').chmod(0o755)
+    fstype, target = _job_answer(
+        tmp_path, f'{bin_dir}:{os.environ["PATH"]}').split(':', 1)
+    stat = subprocess.run(['stat', '-f', '-c', '%T', str(tmp_path)],
+                          capture_output=True, text=True, check=True)
+    assert fstype == stat.stdout.strip()
+    mounts = [line.split()[4] for line in
+              open('/proc/self/mountinfo').read().splitlines()]
+    holding = [m for m in mounts
+               if f'{tmp_path}/'.startswith(m.rstrip('/') + '/')]
+    assert target == (max(holding, key=len) if holding else 'unknown')
+    assert file_system_of('ext2/ext3 unknown\n') == 'ext2/ext3:unknown'
 
 
 def test_two_file_systems_never_share_a_reference(tmp_path, monkeypatch):

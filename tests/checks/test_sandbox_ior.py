@@ -9,7 +9,8 @@ import pytest
 import subprocess
 import time
 
-from checks.storage.ior import file_system_of
+from checks.storage.ior import (FILE_SYSTEM_FILE, file_system_command,
+                                file_system_of)
 from config.results import records
 from tests.support.helpers import (REPO, STANDINS, benchmark_rows, run_reframe,
                                    stored_rows)
@@ -49,9 +50,9 @@ def test_ior_on_sandbox_slurm(partition, slurm_sandbox, fake_azure,
     rows = benchmark_rows(stored)
     shared = os.path.join(slurm_sandbox.env['CLUSTERPROOF_SANDBOX_DIR'],
                           'shared')
-    file_system = file_system_of(subprocess.run(
-        ['findmnt', '-n', '-o', 'FSTYPE,TARGET', '-T', shared],
-        capture_output=True, text=True).stdout)
+    subprocess.run(['bash', '-c', file_system_command(shared)],
+                   cwd=tmp_path, check=True, timeout=30)
+    file_system = file_system_of((tmp_path / FILE_SYSTEM_FILE).read_text())
     assert file_system
     assert {row['check_perf_var']: row['check_perf_value'] for row in rows} \
         == {'write_bandwidth_mib': 613.91, 'read_bandwidth_mib': 12827.84}

@@ -8,6 +8,7 @@ URL is a setting, and the azure job scripts are only written (--dry-run),
 never run."""
 import os
 import shlex
+import shutil
 import subprocess
 
 from checks.common import references, vm_size
@@ -53,6 +54,30 @@ def test_the_job_command_asks_with_the_header_and_writes_the_size(tmp_path):
         ('sb-n3', 'true'), ('sb-n3', None), ('sb-n9', 'true')]
 
 
+def test_a_node_without_curl_says_so_and_records_no_size(tmp_path):
+    """A minimal image without curl: the job says why it has no size (on
+    stderr and in the file), and the reading side reports it, never a
+    size."""
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    for tool in ('sh', 'echo', 'tee'):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    command = vm_size.record_command('http://127.0.0.1:9/%n')
+    result = subprocess.run(
+        [shutil.which('bash'), '-c', command], cwd=tmp_path,
+        capture_output=True,
+        text=True, timeout=30,
+        env={'PATH': str(bin_dir), 'SLURMD_NODENAME': 'sb-n2'})
+    assert result.returncode == 0
+    said = 'no HTTP client: curl is not installed on sb-n2'
+    assert result.stderr.strip() == said
+    assert vm_size.read_vm_size(str(tmp_path / vm_size.VM_SIZE_FILE)) == ''
+    assert vm_size.no_http_client(str(tmp_path)) == [said]
+    assert vm_size.read_node_sizes(str(tmp_path), ['sb-n2']) == {}
+
+
 def test_azure_job_scripts_ask_imds_with_a_2s_limit(tmp_path):
     script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
     assert ("curl -s -f -m 2 -H 'Metadata: true' --noproxy '*' "
@@ -72,10 +97,11 @@ def test_every_node_of_a_slurm_job_asks_for_itself(tmp_path):
                            '--ntasks-per-node=1 sh -c ')
     words = shlex.split(line)
     ask = words[words.index('-c') + 1]   # what each node's task runs
-    assert ask.startswith("curl -s -f -m 2 -H 'Metadata: true' --noproxy "
+    assert ask.startswith("if command -v curl >/dev/null 2>&1; then "
+                          "curl -s -f -m 2 -H 'Metadata: true' --noproxy "
                           "'*' 'http://169.254.169.254/metadata/instance/")
-    assert ask.endswith(' > clusterproof_vm_sizes/"${SLURMD_NODENAME:-'
-                        '$(hostname -s)}".txt 2>/dev/null || true')
+    assert (' > clusterproof_vm_sizes/"${SLURMD_NODENAME:-'
+            '$(hostname -s)}".txt 2>/dev/null || true; else ') in ask
     # the batch script's node asks only in a one-node job (or when the
     # step fails): never a second time beside its own task
     first = vm_size.record_command(
