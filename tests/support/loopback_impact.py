@@ -41,7 +41,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.loopback_azure import make_certificate
+from tests.support.loopback_azure import make_certificate
 
 MANAGEMENT = 'https://management.azure.com'
 DROP, LOST = 'drop', 'lost'
@@ -279,3 +279,18 @@ def impact_api(tmp_path, monkeypatch):
         yield fake
     finally:
         fake.close()
+
+
+SUB = '11111111-2222-3333-4444-555555555555'
+
+
+def vm_id(node):
+    return (f'/subscriptions/{SUB}/resourceGroups/rg-hpc/providers/'
+            f'Microsoft.Compute/virtualMachines/{node}')
+
+
+def kvp_pool(pairs):
+    """A Hyper-V KVP pool file: 512-byte keys, 2048-byte values."""
+    return b''.join(key.encode().ljust(512, b'\0') +
+                    value.encode().ljust(2048, b'\0')
+                    for key, value in pairs)

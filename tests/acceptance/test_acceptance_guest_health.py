@@ -10,13 +10,11 @@ from pathlib import Path
 import pytest
 
 from scripts.guest_health import identity, ledger
-from tests.helpers import stored_rows
-from tests.loopback_imds import LoopbackImds
-from tests.loopback_impact import impact_api  # noqa: F401
-from tests.test_acceptance import sandbox_env  # noqa: F401
-from tests.test_acceptance import (LOW_STREAM, NODES, STREAM_ONLY,
-                                   acceptance, node_state, verdict_of)
-from tests.test_guest_health import SUB, kvp_pool, vm_id
+from tests.support.acceptance_runs import (LOW_STREAM, NODES, STREAM_ONLY,
+                                           acceptance, node_state, verdict_of)
+from tests.support.helpers import stored_rows
+from tests.support.loopback_imds import LoopbackImds
+from tests.support.loopback_impact import SUB, kvp_pool, vm_id
 
 def host_of(node):
     return f'GGBB9090{node[-1]}000'

@@ -1,7 +1,7 @@
 """Guest Health Reporting (scripts/guest_health): which bad node is
 reported to Azure, under which category, and what Azure's answers do, with
 the real azure-identity managed-identity path and requests against the
-loopback Impact API (tests/loopback_impact.py), and each node's identity
+loopback Impact API (tests/support/loopback_impact.py), and each node's identity
 read by the real probe script from a loopback metadata service and a KVP
 pool file."""
 import subprocess
@@ -13,24 +13,12 @@ from scripts.acceptance.findings import (FAIL, NOT_MEASURED, PUBLISHED,
 from scripts.acceptance.verdicts import NodeVerdict
 from scripts.guest_health import categories, identity, ledger, reporting
 from scripts.guest_health import impact_api as api
-from tests.loopback_imds import LoopbackImds
-from tests.loopback_impact import CATEGORIES, LOST, impact_api  # noqa: F401
+from tests.support.loopback_imds import LoopbackImds
+from tests.support.loopback_impact import (CATEGORIES, LOST, SUB, kvp_pool,
+                                         vm_id)
 
-SUB = '11111111-2222-3333-4444-555555555555'
 SESSION = '20261205T080000Z-abcdef01'
 STARTED = '2026-12-05T08:00:00Z'
-
-
-def vm_id(node):
-    return (f'/subscriptions/{SUB}/resourceGroups/rg-hpc/providers/'
-            f'Microsoft.Compute/virtualMachines/{node}')
-
-
-def kvp_pool(pairs):
-    """A Hyper-V KVP pool file: 512-byte keys, 2048-byte values."""
-    return b''.join(key.encode().ljust(512, b'\0') +
-                    value.encode().ljust(2048, b'\0')
-                    for key, value in pairs)
 
 
 @pytest.fixture
