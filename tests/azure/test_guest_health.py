@@ -265,3 +265,61 @@ def test_a_node_without_physical_host_name_is_not_reported(nodes,
     [left] = result['not_reported']
     assert 'PhysicalHostName and the VM id are required' in left['why']
     assert 'has no PhysicalHostName' in left['why']
+
+
+def test_a_report_whose_answer_never_came_is_sent_again_under_its_name(
+        nodes, impact_api):
+    impact_api.onboarded.add(SUB)
+    impact_api.answers += [LOST, 503, 503, 503]
+    first, _ = send([bad('sb-n1', stream_fail('sb-n1'))])
+    [report] = first['reports']
+    assert report['state'] == 'failed' and 'the next run tries again' in \
+        report['detail']
+    # a later session: the same name again, and Azure's 409 means filed
+    later = reporting.report([bad('sb-n1', stream_fail('sb-n1'))],
+                             '20261206T080000Z-00000002', STARTED, None,
+                             False, lambda line: None, probe=probe_here)
+    assert later['reports'][0]['name'] == report['name']
+    assert later['reports'][0]['state'] == 'already_filed'
+    assert [r.status for r in impact_api.puts] == [LOST, 503, 503, 503, 409]
+    assert len(impact_api.impacts) == 1
+    assert list(ledger.open_reports()) == [report['name']]
+
+
+def test_what_the_operator_is_told_from_the_insights():
+    from scripts.guest_health import follow_up
+    report = {'impacted_resource_id': vm_id('sb-n1')}
+    assert 'no insight yet' in follow_up.next_step(report, None)
+    # the report page's example answer: an acknowledgement, then the final
+    # NodeRemovedFromService
+    answer = {'value': [
+        {'properties': {'eventTime': '2025-06-15T04:00:00.009223Z',
+                        'additionalDetails': {
+                            'statusCode': 'AcknowledgedUnhealthy',
+                            'terminalInsight': False}}},
+        {'properties': {'eventTime': '2025-07-15T04:00:00.009223Z',
+                        'additionalDetails': {
+                            'statusCode': 'NodeRemovedFromService',
+                            'terminalInsight': True}}}]}
+    latest = follow_up.latest_insight(answer)
+    assert latest['status_code'] == 'NodeRemovedFromService'
+    step = follow_up.next_step(report, latest)
+    assert f'az vm deallocate --ids {vm_id("sb-n1")}' in step
+    acknowledged = follow_up.latest_insight({'value': answer['value'][:1]})
+    assert 'not final' in follow_up.next_step(report, acknowledged)
+    assert follow_up.latest_insight({'value': []}) is None
+
+
+def test_a_node_passing_on_the_reported_host_keeps_its_report(nodes,
+                                                              impact_api):
+    from scripts.guest_health import follow_up
+    impact_api.onboarded.add(SUB)
+    first, _ = send([bad('sb-n1', stream_fail('sb-n1'))])
+    good = NodeVerdict('sb-n1', 'sandbox:hbv4', 'good', [])
+    said = []
+    kept = follow_up.close_passing(
+        [good], {('sandbox:hbv4', 'sb-n1')}, None, 'later', said.append,
+        probe=lambda node, reservation: probe_here(node))
+    assert kept['kept_open'] == [first['reports'][0]['name']]
+    assert 'still on the reported physical host GGBB90904471' in said[0]
+    assert list(ledger.open_reports()) == kept['kept_open']
