@@ -328,6 +328,7 @@ def _judge_after_run(results: list[PhaseResult], findings: list,
     rows = judge.rows_of_run(jobids, started)
     judge.link_rows(findings, rows)
     decided = judge.peer_judgements(rows, options.peer_rules) + \
+        judge.sibling_judgements(rows) + \
         judge.baseline_judgements(rows, options.baselines)
     findings += judge.failing_findings(decided, findings)
     findings += judge.shared_failures(findings)
