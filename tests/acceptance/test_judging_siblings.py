@@ -1,12 +1,12 @@
 """Siblings (scripts/judging/siblings.py): the devices of one node and one
 job judged against each other, so one node alone names its slow GPU or
-HCA. Values come from real outputs (tests/data/nvbandwidth)."""
+HCA. Values come from real outputs (tests/support/data/nvbandwidth)."""
 import itertools
 
 from checks.parsers import nvbandwidth
 from scripts.acceptance import judge
 from scripts.judging import siblings
-from tests.helpers import DATA
+from tests.support.helpers import DATA
 
 _ids = itertools.count()
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.helpers import REPO, run_reframe, suite_env
+from tests.support.helpers import REPO, run_reframe, suite_env
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 CHECKS = ('checks/gpu/copy_bandwidth.py', 'checks/gpu/hbm_bandwidth.py',
