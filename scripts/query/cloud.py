@@ -8,7 +8,7 @@ from azure.core.exceptions import AzureError, HttpResponseError
 from azure.identity import DefaultAzureCredential
 from azure.monitor.query import LogsQueryClient, LogsQueryStatus
 
-from config.results.azure_logs import query_endpoint
+from config.results.azure.ingestion import query_endpoint
 from scripts.query.result import QueryFailed, Result, plain
 
 
