@@ -1,6 +1,6 @@
 """`clusterproof acceptance` on the sandbox's ndv5 with pretend GPUs
 (CLUSTERPROOF_SANDBOX_GPUS): the nvbandwidth stand-in replays a real 8-GPU
-output (tests/data/nvbandwidth), checking its own command line, and on one
+output (tests/support/data/nvbandwidth), checking its own command line, and on one
 node halves one GPU's host copies, as a PCIe link trained down to half its
 width would. Acceptance must name that node and that GPU, and nothing
 else."""
@@ -69,7 +69,7 @@ def stored_rows_of(env):
 
 def run_compute(tmp_path, slurm_sandbox, gpus, **env):
     """GpuComputeQuick on one sandbox ndv5 node with *gpus* pretend GPUs;
-    the gpu_burn stand-in replays a real output (tests/data/gemm-burn)."""
+    the gpu_burn stand-in replays a real output (tests/support/data/gemm-burn)."""
     import os
     import re
     import subprocess
@@ -111,8 +111,8 @@ def test_compute_gives_each_gpu_its_gemm_rate(tmp_path, slurm_sandbox):
 
 def test_faulty_gpus_fail_the_run_by_name_whatever_the_exit_code(
         tmp_path, slurm_sandbox):
-    from tests.helpers import DATA
-    faulty = DATA / 'gemm-burn' / \
+    from tests.helpers import REPO
+    faulty = REPO / 'tests' / 'support' / 'data' / 'gemm-burn' / \
         'gpu_burn-16GPU-all-FAULTY-negative-error-counts-issue12-excerpt.out'
     done, out = run_compute(tmp_path, slurm_sandbox, 16,
                             CLUSTERPROOF_REPLAY_GPU_BURN=str(faulty))
