@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from scripts.guest_health import identity, ledger
+from config.results import settings
+from scripts.guest_health import ledger
 from tests.helpers import REPO, stored_rows
 from tests.loopback_imds import LoopbackImds
 from tests.loopback_impact import impact_api  # noqa: F401
@@ -43,8 +44,8 @@ def azure_side(impact_api, tmp_path):
         yield tmp_path, {**impact_api.env(),
                'REQUESTS_CA_BUNDLE': impact_api.ca_bundle,
                'SSL_CERT_FILE': impact_api.ca_bundle,
-               identity.IMDS_URL_SETTING: imds.compute_url(),
-               identity.KVP_SETTING: str(tmp_path / 'kvp-%n')}
+               settings.IMDS_COMPUTE_URL: imds.compute_url(),
+               settings.KVP_POOL: str(tmp_path / 'kvp-%n')}
 
 def test_a_confirmed_bad_node_is_reported_followed_and_taken_back(
         sandbox_env, azure_side, impact_api, monkeypatch):
@@ -99,6 +100,18 @@ def test_a_confirmed_bad_node_is_reported_followed_and_taken_back(
              if r['check_perf_var'] == 'triad_bw'}
     assert hosts == {n: host_of(n) + '.example' for n in NODES}
     assert not any(t in json.dumps(summary) for t in impact_api.tokens)
+    # KQL's latest verdict of sb-n3's STREAM is still its failure; the
+    # report is a line of its own
+    latest = subprocess.run(
+        [sys.executable, str(REPO / 'scripts' / 'clusterproof'), 'query',
+         'latest_by_node', '--json'], env=env, cwd=str(REPO),
+        capture_output=True, text=True, timeout=300)
+    assert latest.returncode == 0, latest.stderr
+    verdicts = {(r['node'], r['check_name']): r['check_result']
+                for r in json.loads(latest.stdout)
+                if r['node'] == 'sb-n3'}
+    assert verdicts[('sb-n3', 'StreamCheck')] == 'fail'
+    assert verdicts[('sb-n3', 'GuestHealthReport')] == 'informational'
 
     # follow up: Azure took the host out of service, the operator is told
     # to deallocate the VM

@@ -201,6 +201,11 @@ def test_a_confirmed_bad_node_is_reported_once_with_its_evidence(
     assert row['check_job_nodelist'] == ['sb-n1']
     assert row['guest_health_report']['name'] == report['name']
     assert row['guest_health_report']['physical_host_name'] == 'GGBB90904471'
+    # a test of its own: no query takes it for a StreamCheck result, nor
+    # for a verdict about the failing row
+    assert row['check_name'] == 'GuestHealthReport'
+    assert row['judged_record_id'] is None
+    assert row['guest_health_report']['check'] == 'StreamCheck'
     # a later run does not report the node again while the report is open
     again, _ = send([bad('sb-n1', stream_fail('sb-n1'))])
     assert again['reports'] == [] and len(impact_api.puts) == 1
@@ -373,3 +378,46 @@ def test_without_an_identity_nothing_is_filed_and_it_says_why(
     assert report['detail'].startswith('no Azure token for '
                                        'https://management.azure.com/.default')
     assert impact_api.puts == []
+
+
+def test_a_gpu_finding_names_the_gpu_in_the_documented_fields(nodes,
+                                                              impact_api):
+    impact_api.onboarded.add(SUB)
+    # what the health judge says of an XID 79 (checks/health/judge.py)
+    xid = Finding('sb-n2', 'sandbox:ndv5', 'NcclSingleNode', FAIL,
+                  kind='xid_error', device='gpu3', value=79,
+                  reason='health: GPU 3 XID 79: NVRM: Xid (PCI:0000:9b:00): '
+                  '79, GPU has fallen off the bus.',
+                  gpu={'index': 3, 'bus_id': '00000000:9B:00.0',
+                       'serial': '1654922009876'},
+                  confirmations=['fail'])
+    result, _ = send([bad('sb-n2', xid, partition='sandbox:ndv5')])
+    [put] = impact_api.puts
+    props = put.body['properties']
+    assert props['impactCategory'] == \
+        'Resource.Hpc.Unhealthy.XID79FallenOffBus'
+    assert props['additionalProperties'] == {
+        'PhysicalHostName': 'GGBB90904472',
+        'VmUniqueId': '00000002-aaaa-bbbb-cccc-dddddddddddd',
+        'SerialNumber': '1654922009876', 'Location': '00000000:9B:00.0'}
+    assert 'GPU 3 (bus id 00000000:9B:00.0, serial 1654922009876)' in \
+        props['impactDescription']
+    # the GPU checks of issues 38 and 39 map too
+    for check, category in (('GpuInventory', 'HpcMissingGpu'),
+                            ('GpuDiag', 'HpcGpuDcgmDiagFailure'),
+                            ('GpuMemoryBandwidth', 'GPUMemoryBWFailure')):
+        assert categories.mapping_for(check).category == \
+            f'Resource.Hpc.Unhealthy.{category}'
+
+
+def test_azure_reports_lists_the_ledger(nodes, impact_api, capsys):
+    from scripts.cli import main as cli
+    assert cli.main(['azure-reports']) == 0
+    assert capsys.readouterr().out.startswith('no Guest Health Report sent')
+    impact_api.onboarded.add(SUB)
+    result, _ = send([bad('sb-n1', stream_fail('sb-n1'))])
+    assert cli.main(['azure-reports']) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.split()[1:] == [
+        'sb-n1', 'Resource.Hpc.Unhealthy.CPUPerformance', 'host',
+        'GGBB90904471', 'filed', result['reports'][0]['name']]

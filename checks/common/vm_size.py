@@ -33,12 +33,12 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 
 from .job_nodes import NODES_FILE, read_nodes_file
+from .launch import SLURM_SCHEDULERS
 
 VM_SIZE_FILE = 'clusterproof_vm_size.txt'
 VM_SIZES_DIR = 'clusterproof_vm_sizes'
 TIMEOUT_S = 2
 NODE_PLACEHOLDER = '%n'
-SLURM = ('slurm', 'squeue')
 _NODE_NAME = '"${SLURMD_NODENAME:-$(hostname -s)}"'
 _VM_SIZE = re.compile(r'^[A-Za-z][A-Za-z0-9_-]{0,79}$')
 
@@ -174,7 +174,7 @@ class VmSize(rfm.RegressionTestPlugin):
         url = self.current_partition.extras.get('vm_size_url')
         if self.is_local() or not url:
             return
-        if self.job.scheduler.registered_name in SLURM:
+        if self.job.scheduler.registered_name in SLURM_SCHEDULERS:
             line = record_every_node_command(url)
             self.keep_files.append(VM_SIZES_DIR)
         else:

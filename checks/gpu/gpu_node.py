@@ -14,7 +14,9 @@ of the test (reference 0) fail the node's test without naming a GPU. A GPU
 that hangs is a finding (``timeout``), never a hung job.
 
 No DCGM on the node: GpuDiag is not measured (the job stops with exit 127
-and says how to install it), never a pass.
+and says how to install it), never a pass; nor is a run whose every test
+plugin was skipped, or a dcgmi without a host engine (the test skips,
+saying why).
 """
 import os
 import shlex
@@ -23,6 +25,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
+from ..common.health_sampling import HealthSampling
 from ..common.job_nodes import JobNodes
 from ..common.tools import ExternalTool
 from ..common.vm_size import VmSize
@@ -49,8 +52,12 @@ def identities_command(seconds: int) -> str:
     return f'timeout {seconds} nvidia-smi -q > {IDS_FILE} 2>&1 || true'
 
 
-class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobNodes, VmSize):
-    """One job on one GPU node; its findings per GPU (not a test)."""
+class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobNodes, VmSize,
+                   HealthSampling):
+    """One job on one GPU node; its findings per GPU (not a test). The
+    health sampler runs around it as around every check (its ``nvidia-smi
+    nvlink -e`` counters before and after the job give the deltas), and
+    this check's own findings join the sampler's ``health_findings``."""
     valid_systems = ['+gpu']
     valid_prog_environs = ['builtin']
     time_limit = '10m'
@@ -59,18 +66,7 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobNodes, VmSize):
     #: counts as hung.
     answer_limit_s = variable(int, value=60)
 
-    #: What is wrong with the node's GPUs, each naming its GPU (also in the
-    #: run report, where acceptance reads them; checks/health/judge.py).
-    health_findings = variable(typ.List[typ.Dict[str, object]], value=[])
-
-    #: The rows per GPU (records.rows_of_test stores them).
-    health_rows = variable(typ.List[typ.Dict[str, object]], value=[],
-                           loggable=False)
-
-    #: Node -> what its findings say, for the reason of a failing value.
-    health_notes = variable(typ.Dict[str, str], value={}, loggable=False)
-
-    #: GPU findings that fail the node (reference 0).
+    #: GPU findings of this check that fail the node.
     gpu_findings = variable(int, value=0, loggable=False)
 
     @run_after('setup')
@@ -97,12 +93,18 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobNodes, VmSize):
             return fp.read()
 
     def keep(self, result: judge.Assessment) -> None:
+        """This check's findings and rows beside the sampler's."""
         failing = [f for f in result.findings if f.severity == judge.FAIL]
-        self.health_findings = [f.as_dict() for f in result.findings]
-        self.health_rows = [dict(row.__dict__) for row in result.rows]
+        self.health_findings = list(self.health_findings) + [
+            f.as_dict() for f in result.findings]
+        self.health_rows = list(self.health_rows) + [
+            dict(row.__dict__) for row in result.rows]
         if failing:
-            self.health_notes = {self.node_name(): '; '.join(
-                f.reason for f in failing)}
+            node = self.node_name()
+            notes = dict(self.health_notes)
+            notes[node] = '; '.join(filter(None, [notes.get(node)] + [
+                f.reason for f in failing]))
+            self.health_notes = notes
         self.gpu_findings = len(failing)
 
     def more_performance(self) -> dict:
@@ -215,9 +217,16 @@ class GpuDiag(GpuNodeCheck, ExternalTool):
 
     @run_before('sanity')
     def _judge(self):
-        if self.read_stage(self.stdout.evaluate()) is None:
+        text = self.read_stage(self.stdout.evaluate())
+        if text is None:
             return
         parsed = self.parsed()
+        # nothing measured: a skip (acceptance: not measured), never a pass
+        why = gpu_node.diag_not_measured(
+            parsed, text + (self.read_stage(self.stderr.evaluate()) or ''),
+            DCGM_HINT)
+        if why:
+            self.skip(why)
         if not parsed.details.get('results'):
             return
         result, internal, skipped = gpu_node.diagnostics(
@@ -229,15 +238,8 @@ class GpuDiag(GpuNodeCheck, ExternalTool):
     @sanity_function
     def diagnosed(self):
         parsed = self.parsed()
-        tested = [r for r in parsed.details.get('results', [])
-                  if r['category'] != 'Deployment'
-                  and r['status'] != dcgmi.SKIP]
-        return sn.all([
-            sn.assert_true(parsed.details.get('results'),
-                           msg=f'dcgmi diag: {parsed.reason}'),
-            sn.assert_true(tested, msg='dcgmi diag: every test plugin was '
-                           'skipped on every GPU (not measured): '
-                           + ', '.join(self.diag_skipped))])
+        return sn.assert_true(parsed.details.get('results'),
+                              msg=f'dcgmi diag: {parsed.reason}')
 
     def more_performance(self) -> dict:
         # an internal error of the test fails the node's test, naming no

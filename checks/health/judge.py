@@ -237,6 +237,8 @@ def nvlink_state(node: _Node, device: str, index: int,
     """A GPU's NVLinks against its SKU's: every link up (a link named
     inactive, or fewer links up than the SKU has) and each link at the
     SKU's speed; the link is named."""
+    if not links.has_status():
+        return []
     problem = links.problem()
     found = []
     if problem:

@@ -33,6 +33,11 @@ class Links:
     name: str = ''
     uuid: str = ''
 
+    def has_status(self) -> bool:
+        """Whether ``nvlink -s`` listed this GPU (``-e`` alone does not
+        say which links are up)."""
+        return bool(self.active or self.inactive or self.all_inactive)
+
     def problem(self) -> str | None:
         if self.all_inactive:
             return 'all NVLinks inactive'

@@ -35,8 +35,7 @@ def parse(text: str):
                        "(UUID: ...)' heading")
     gpus = output.gpus
     metrics = {'gpus': Metric(float(len(gpus)), 'GPUs')}
-    status = [g for g in gpus.values() if g.active or g.inactive
-              or g.all_inactive]
+    status = [g for g in gpus.values() if g.has_status()]
     if status:
         metrics['links_active'] = Metric(
             float(sum(len(g.active) for g in status)), 'links')

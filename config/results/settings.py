@@ -34,6 +34,14 @@ AZURE_HOSTNAMES = 'CLUSTERPROOF_AZURE_HOSTNAMES'
 MODULES_SYSTEM = 'CLUSTERPROOF_MODULES_SYSTEM'
 SHARED_FS = 'CLUSTERPROOF_SHARED_FS'
 SANDBOX_DIR = 'CLUSTERPROOF_SANDBOX_DIR'
+# Guest Health Reporting (scripts/guest_health)
+IMDS_COMPUTE_URL = 'CLUSTERPROOF_IMDS_COMPUTE_URL'
+KVP_POOL = 'CLUSTERPROOF_KVP_POOL'
+ARM_ENDPOINT = 'CLUSTERPROOF_ARM_ENDPOINT'
+ARM_SCOPE = 'CLUSTERPROOF_ARM_SCOPE'
+IMPACT_API_VERSION = 'CLUSTERPROOF_IMPACT_API_VERSION'
+GHR_SUBSCRIPTION = 'CLUSTERPROOF_GHR_SUBSCRIPTION'
+GHR_BACKOFF = 'CLUSTERPROOF_GHR_BACKOFF_S'
 
 #: ReFrame's log file level by default: 'verbose', because ReFrame fills
 #: every record it logs with the test's attributes, its deprecated
@@ -141,3 +149,53 @@ def sandbox_dir() -> Path:
     if base:
         return Path(base)
     return Path(os.environ.get('TMPDIR') or '/tmp') / 'clusterproof-sandbox'
+
+
+# -- Guest Health Reporting (scripts/guest_health) ---------------------------
+#: IMDS's compute document (learn.microsoft.com/azure/virtual-machines/
+#: instance-metadata-service); the Hyper-V KVP pool 3 the host fills
+DEFAULT_IMDS_COMPUTE_URL = ('http://169.254.169.254/metadata/instance/'
+                            'compute?api-version=2021-02-01&format=json')
+DEFAULT_KVP_POOL = '/var/lib/hyperv/.kvp_pool_3'
+DEFAULT_ARM_ENDPOINT = 'https://management.azure.com'
+DEFAULT_ARM_SCOPE = 'https://management.azure.com/.default'
+DEFAULT_GHR_BACKOFF_S = 2.0
+
+
+def imds_compute_url(node: str) -> str:
+    """Where *node* reads its VM id (CLUSTERPROOF_IMDS_COMPUTE_URL, ``%n``
+    = node)."""
+    return (_text(IMDS_COMPUTE_URL) or DEFAULT_IMDS_COMPUTE_URL).replace(
+        '%n', node)
+
+
+def kvp_pool(node: str) -> str:
+    """*node*'s KVP pool 3 file (CLUSTERPROOF_KVP_POOL, ``%n`` = node)."""
+    return (_text(KVP_POOL) or DEFAULT_KVP_POOL).replace('%n', node)
+
+
+def arm_endpoint() -> str:
+    """Azure Resource Manager (CLUSTERPROOF_ARM_ENDPOINT)."""
+    return (_text(ARM_ENDPOINT) or DEFAULT_ARM_ENDPOINT).rstrip('/')
+
+
+def arm_scope() -> str:
+    """The token scope for ARM (CLUSTERPROOF_ARM_SCOPE)."""
+    return _text(ARM_SCOPE) or DEFAULT_ARM_SCOPE
+
+
+def impact_api_version(default: str) -> str:
+    """The Impact Reporting API version (CLUSTERPROOF_IMPACT_API_VERSION),
+    else *default*."""
+    return _text(IMPACT_API_VERSION) or default
+
+
+def ghr_subscription() -> str:
+    """The subscription Guest Health Reports are made from
+    (CLUSTERPROOF_GHR_SUBSCRIPTION); '' = the reported VM's."""
+    return _text(GHR_SUBSCRIPTION)
+
+
+def ghr_backoff() -> float:
+    """The first wait before a report is sent again (doubled each time)."""
+    return seconds(GHR_BACKOFF, DEFAULT_GHR_BACKOFF_S, 300)
