@@ -224,9 +224,10 @@ def diagnostics(node: str, parsed, smi_text: str, rules: dict
                     'category': result['category'], 'status': status,
                     'code': result['code'], 'message': result['message']}))
         if status == dcgmi.FAIL and gpu is not None:
+            said = reason[len(f'GPU {gpu} '):] \
+                if reason.startswith(f'GPU {gpu} ') else reason
             collector.result.findings.append(judge.Finding(
-                node, device, metric, judge.FAIL, f'GPU {gpu} DCGM {reason}'
-                if not reason.startswith(f'GPU {gpu} ') else f'DCGM {reason}',
+                node, device, metric, judge.FAIL, f'GPU {gpu} DCGM {said}',
                 1.0, 0, source))
         _named(collector, ids.get(gpu, {'index': gpu})
                if gpu is not None else None)

@@ -184,7 +184,7 @@ def test_dcgm_internal_errors_and_skips_name_no_gpu():
     assert finding.gpu == {'index': 0, 'bus_id': '00000001:00:00.0',
                            'serial': '1651323018200'}
     assert finding.reason.startswith(
-        'DCGM GPU 0 GPU Memory fail (DCGM_FR_THERMAL_VIOLATIONS_TS)')
+        'GPU 0 DCGM GPU Memory fail (DCGM_FR_THERMAL_VIOLATIONS_TS)')
 
 
 def test_a_diagnostic_that_measured_nothing_says_why():
