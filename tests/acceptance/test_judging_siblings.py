@@ -6,7 +6,9 @@ import itertools
 from checks.parsers import nvbandwidth
 from scripts.acceptance import judge
 from scripts.judging import siblings
-from tests.support.helpers import DATA
+from tests.support.helpers import REPO
+
+SUPPORT = REPO / 'tests' / 'support' / 'data'
 
 _ids = itertools.count()
 
@@ -14,7 +16,7 @@ _ids = itertools.count()
 def h2d_values():
     """host_to_device_memcpy_ce of the 8 x H800 run (line 25 of the file):
     55.28 ... 55.34 GB/s."""
-    text = (DATA / 'nvbandwidth' /
+    text = (SUPPORT / 'nvbandwidth' /
             'nvbandwidth-v0.2-8xH800-full-run-llm-action.out').read_text()
     result = nvbandwidth.parse(text)
     return [result.value(f'host_to_device_memcpy_ce_gpu{i}')
