@@ -4,9 +4,9 @@ output (tests/support/data/nvbandwidth), checking its own command line, and on o
 node halves one GPU's host copies, as a PCIe link trained down to half its
 width would. Acceptance must name that node and that GPU, and nothing
 else."""
-from tests.helpers import stored_rows
-from tests.test_acceptance import (  # noqa: F401  (sandbox_env: a fixture)
-    NODES, acceptance, expected, sandbox_env, verdict_of)
+from tests.support.acceptance_runs import (NODES, acceptance, expected,
+                                           verdict_of)
+from tests.support.helpers import stored_rows
 
 COPY_ONLY = ['--checks', 'checks/gpu/copy_bandwidth.py']
 
@@ -75,7 +75,7 @@ def run_compute(tmp_path, slurm_sandbox, gpus, **env):
     import subprocess
     import sys
     from pathlib import Path
-    from tests.helpers import REPO, STANDINS, suite_env
+    from tests.support.helpers import REPO, STANDINS, suite_env
     environ = suite_env(tmp_path / 'home', {
         **slurm_sandbox.env, 'CLUSTERPROOF_SANDBOX_GPUS': str(gpus),
         'PATH': f'{STANDINS}{os.pathsep}{os.environ["PATH"]}', **env})
@@ -111,7 +111,7 @@ def test_compute_gives_each_gpu_its_gemm_rate(tmp_path, slurm_sandbox):
 
 def test_faulty_gpus_fail_the_run_by_name_whatever_the_exit_code(
         tmp_path, slurm_sandbox):
-    from tests.helpers import REPO
+    from tests.support.helpers import REPO
     faulty = REPO / 'tests' / 'support' / 'data' / 'gemm-burn' / \
         'gpu_burn-16GPU-all-FAULTY-negative-error-counts-issue12-excerpt.out'
     done, out = run_compute(tmp_path, slurm_sandbox, 16,

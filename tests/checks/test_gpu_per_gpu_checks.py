@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.helpers import DATA, REPO, run_reframe, suite_env
+from tests.support.helpers import DATA, REPO, run_reframe, suite_env
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 CHECKS = ('checks/gpu/copy_bandwidth.py', 'checks/gpu/hbm_bandwidth.py',
@@ -140,7 +140,7 @@ def test_sm_copies_are_shown_beside_the_guide_not_judged(tmp_path):
 
 def test_a_gpu_row_is_named_by_the_health_sample_taken_before_the_run():
     """The per-GPU checks name each GPU from the job's 'before' sample
-    (nvidia-smi -q -x): a real A100 sample, tests/data/health (line 152:
+    (nvidia-smi -q -x): a real A100 sample, tests/support/data/health (line 152:
     serial 1650522003820; line 189: bus id 00000000:01:00.0)."""
     from checks.gpu.per_gpu import gpu_identities
     from checks.health import dump

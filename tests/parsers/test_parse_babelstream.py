@@ -6,7 +6,7 @@ import pytest
 from checks import parsers
 from checks.parsers import babelstream
 
-from tests.helpers import REPO
+from tests.support.helpers import REPO
 
 FILES = REPO / 'tests' / 'support' / 'data' / 'babelstream'
 POLARIS = 'babelstream-5.0-cuda-A100-SXM4-40GB-Polaris-build-and-run-session.out'

@@ -6,7 +6,7 @@ import pytest
 from checks import parsers
 from checks.parsers import gpu_burn
 
-from tests.helpers import REPO
+from tests.support.helpers import REPO
 
 FILES = REPO / 'tests' / 'support' / 'data' / 'gemm-burn'
 A100 = 'gpu_burn-A100x8-pass-superbench.out'
