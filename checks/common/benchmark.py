@@ -59,17 +59,24 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
     #: next to the test's parameters).
     recorded_variables = variable(typ.List[str], value=[])
 
-    #: Filled from the reference data: metric -> where its value comes from.
-    reference_sources = variable(typ.Dict[str, str], value={})
-
     #: Perf variable -> the device it measured ('bw_avg_mlx5_ib0' ->
     #: 'mlx5_ib0'). Its row then holds the metric ('bw_avg') and the device.
     metric_devices = variable(typ.Dict[str, str], value={})
 
-    #: Metric -> theoretical limit on this SKU in the metric's unit, and its
-    #: source (filled from the reference data's peaks).
-    metric_peaks = variable(typ.Dict[str, float], value={})
-    peak_sources = variable(typ.Dict[str, str], value={})
+    def vm_sku(self) -> str:   # sku_references.py asks
+        """The SKU the node reported after the run (vm_size.py), else the
+        one its partition declares."""
+        return self.vm_sku_observed or super().vm_sku()
+
+    def reference_metrics(self) -> dict[str, str]:   # sku_references.py asks
+        """Perf variable -> the metric it is a value of: 'bw_avg_mlx5_ib0'
+        of device 'mlx5_ib0' is a value of 'bw_avg'."""
+        found = {}
+        for var in self.perf_metrics:
+            device = self.metric_devices.get(var)
+            found[var] = (var[:-len(device) - 1]
+                          if device and var.endswith(f'_{device}') else var)
+        return found
 
     def partition_extra(self, name, default=None):
         return self.current_partition.extras.get(name, default)

@@ -40,6 +40,14 @@ class SkuReferences(rfm.RegressionTestPlugin):
     #: their per-node peak is multiplied by the test's num_nodes.
     peaks_scale_with_nodes = variable(typ.List[str], value=[])
 
+    #: Filled from the reference data: metric -> where its value comes from.
+    reference_sources = variable(typ.Dict[str, str], value={})
+
+    #: Metric -> theoretical limit on this SKU in the metric's unit, and its
+    #: source (filled from the reference data's peaks).
+    metric_peaks = variable(typ.Dict[str, float], value={})
+    peak_sources = variable(typ.Dict[str, str], value={})
+
     #: Perf variable -> its reference key (filled by the check; stored on
     #: the row as ``reference_key``).
     metric_reference_keys = variable(typ.Dict[str, str], value={})
@@ -55,10 +63,9 @@ class SkuReferences(rfm.RegressionTestPlugin):
         self.no_verdict_reasons = list(self.no_verdict_reasons) + [reason]
 
     def vm_sku(self) -> str:
-        """The SKU the node reported after the run (vm_size.py), else the
-        one its partition declares."""
-        return (getattr(self, 'vm_sku_observed', '')
-                or self.current_partition.extras.get('vm_sku', ''))
+        """The VM SKU of the run's nodes: the one its partition declares
+        (benchmark.py answers with the one the node reported)."""
+        return self.current_partition.extras.get('vm_sku', '')
 
     def key_sku(self, sku: str | None = None) -> str:
         """The SKU part of the keys: the VM SKU (*sku*, else vm_sku()),
@@ -83,14 +90,9 @@ class SkuReferences(rfm.RegressionTestPlugin):
         return 1, ''
 
     def reference_metrics(self) -> dict[str, str]:
-        """Perf variable -> the metric it is a value of."""
-        devices = getattr(self, 'metric_devices', {})
-        found = {}
-        for var in getattr(self, 'perf_metrics', {}):
-            device = devices.get(var)
-            found[var] = (var[:-len(device) - 1]
-                          if device and var.endswith(f'_{device}') else var)
-        return found
+        """Perf variable -> the metric it is a value of (benchmark.py
+        answers from the check's perf metrics and devices)."""
+        return {}
 
     # -- the lookup ---------------------------------------------------------
     def sku_lookup(self, sku: str) -> dict[str, tuple]:
@@ -155,7 +157,7 @@ class SkuReferences(rfm.RegressionTestPlugin):
         self.metric_peaks, self.peak_sources = self.sku_peaks(self.vm_sku())
         target = self.current_partition.fullname
         table = dict(self.reference.get(target, {}))
-        sources = dict(getattr(self, 'reference_sources', {}))
+        sources = dict(self.reference_sources)
         found = {}
         for var, (key, match) in self.sku_lookup(self.vm_sku()).items():
             self.metric_reference_keys[var] = key
