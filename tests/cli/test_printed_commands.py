@@ -15,8 +15,11 @@ from types import SimpleNamespace
 import pytest
 
 from tests.support.helpers import REPO, suite_env
+from tests.support.readmes import block_after, command_lines
 
 README = REPO / 'README.md'
+QUERY_README = REPO / 'scripts' / 'query' / 'README.md'
+ACCEPTANCE_README = REPO / 'scripts' / 'acceptance' / 'README.md'
 CLI = str(REPO / 'scripts' / 'clusterproof')
 QUICK_START_BOUND_S = 300
 WALKTHROUGH_BOUND_S = 600
@@ -28,21 +31,6 @@ ACCEPTANCE_BOUND_S = 400
 CHECKOUT_ENTRIES = ('.venv', 'scripts', 'config', 'checks', 'bicep', 'tests',
                     'requirements.txt', 'README.md')
 PARTITIONS = ('hbv4', 'hbv4-squeue', 'ndv5')
-
-
-def readme_block(after: str) -> list[str]:
-    """The command lines of the first ``sh`` block after the text ``after``."""
-    text = README.read_text()
-    start = text.index(after)
-    match = re.compile(r'^```sh\n(.*?)^```', re.S | re.M).search(text, start)
-    return [line for line in match.group(1).splitlines() if line.strip()]
-
-
-def readme_lines_with(text: str) -> list[str]:
-    """Every command line of the README's ``sh`` blocks holding ``text``."""
-    blocks = re.findall(r'^```sh\n(.*?)^```', README.read_text(), re.S | re.M)
-    return [line for block in blocks for line in block.splitlines()
-            if text in line]
 
 
 def user_checkout(tmp_path):
@@ -95,7 +83,7 @@ def quick_start(tmp_path_factory):
     """The quick start's first command, run once: its store feeds the
     query, report and acceptance examples."""
     tmp = tmp_path_factory.mktemp('quick_start')
-    [line] = readme_block('Run the suite on this machine')
+    [line] = block_after(README, 'Run the suite on this machine')
     env = private_env(tmp)
     result, elapsed = run_shell(line, env, QUICK_START_BOUND_S)
     return SimpleNamespace(line=line, result=result, elapsed=elapsed,
@@ -118,8 +106,8 @@ def test_the_quick_start_first_command(quick_start):
 
 
 def test_the_query_examples(quick_start):
-    lines = readme_block("After the quick start's first command, read what "
-                         'it stored')
+    lines = block_after(QUERY_README, "After the quick start's first "
+                        'command, read what it stored')
     (quick_start.cwd / 'my_query.kql').write_text(
         'clusterproof_results | summarize rows = count() by test\n')
     results = [run_shell(line, quick_start.env, EXAMPLE_BOUND_S,
@@ -138,8 +126,8 @@ def test_the_query_examples(quick_start):
 
 
 def test_node_outliers_after_the_quick_start_says_why_it_is_empty(quick_start):
-    line = f'{readme_block("After the quick start")[0].rsplit(" ", 1)[0]} ' \
-        'node_outliers'
+    listing = block_after(QUERY_README, 'After the quick start')[0]
+    line = f'{listing.rsplit(" ", 1)[0]} node_outliers'
     result, _ = run_shell(line, quick_start.env, EXAMPLE_BOUND_S,
                           quick_start.cwd)
     assert result.stdout == '(no rows)\n'
@@ -148,7 +136,8 @@ def test_node_outliers_after_the_quick_start_says_why_it_is_empty(quick_start):
 
 
 def test_the_report_example(quick_start):
-    [line] = readme_lines_with(' report --out ')
+    [line] = [line for line in command_lines(QUERY_README)
+              if ' report --out ' in line]
     result, _ = run_shell(line, quick_start.env, EXAMPLE_BOUND_S,
                           quick_start.cwd)
     assert result.returncode == 0, result.stderr
@@ -160,7 +149,8 @@ def test_the_report_example(quick_start):
 
 
 def test_the_parse_and_ingest_examples(quick_start):
-    parse, ingest = readme_block('For example, on outputs the tests keep')
+    parse, ingest = block_after(README,
+                                'For example, on outputs the tests keep')
     parsed, _ = run_shell(parse, quick_start.env, EXAMPLE_BOUND_S)
     assert parsed.returncode == 0, parsed.stderr
     assert json.loads(parsed.stdout)['ok'] is True
@@ -177,7 +167,7 @@ def test_the_acceptance_example_names_a_command_that_works(quick_start):
     # each says so and names the same command with its partitions; the
     # first one (the README's main example) is then run as named
     commands = []
-    for line in readme_block('the end it runs `clusterproof sync`'):
+    for line in block_after(ACCEPTANCE_README, '# scripts/acceptance'):
         refused, _ = run_shell(line, quick_start.env, EXAMPLE_BOUND_S)
         assert refused.returncode == 2, refused.stderr
         message, command = refused.stderr.strip().split('\n  ')
@@ -236,7 +226,7 @@ def test_the_sandbox_walkthrough_ends_as_printed(slurm_sandbox, tmp_path):
     assert reframe == '.venv/bin/reframe -C config/config.py --system ' \
         'sandbox -c checks -r'
     assert stop.endswith(f'sandbox stop --dir {slurm_sandbox.dir}')
-    readme = readme_block('It prints the next steps, ready to paste')
+    readme = block_after(README, 'It prints the next steps, ready to paste')
     assert reframe in readme and readme[-1].endswith('sandbox stop')
 
     result, elapsed = run_shell(f'{source} && {reframe}', env,
