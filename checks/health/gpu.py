@@ -23,6 +23,9 @@ class Gpu:
     index: int
     pci: str
     vbios: str | None = None
+    serial: str | None = None
+    uuid: str | None = None
+    name: str | None = None
     counts: dict[str, int | None] = field(default_factory=dict)
     flags: dict[str, bool | None] = field(default_factory=dict)
     clock_events: list[str] = field(default_factory=list)  # active ones
@@ -34,6 +37,11 @@ class Gpu:
     @property
     def device(self) -> str:
         return f'gpu{self.index}'
+
+    def identity(self) -> dict:
+        """What names this GPU on a row (records.gpu_columns)."""
+        return {'index': self.index, 'bus_id': self.pci,
+                'serial': self.serial}
 
 
 @dataclass
@@ -117,6 +125,9 @@ def _gpu(index: int, gpu) -> Gpu:
         index=index,
         pci=gpu.get('id', ''),
         vbios=_text(gpu, 'vbios_version'),
+        serial=_text(gpu, 'serial'),
+        uuid=_text(gpu, 'uuid'),
+        name=_text(gpu, 'product_name'),
         counts={
             'ecc_dbe_volatile': _ecc(gpu, 'volatile', 'dbe'),
             'ecc_dbe_aggregate': _ecc(gpu, 'aggregate', 'dbe'),

@@ -53,6 +53,8 @@ class Row:
     reason: str = ''
     source: str = ''
     params: dict = field(default_factory=dict)
+    #: the GPU a row is about: index, bus id, serial (records.gpu_columns)
+    gpu: dict | None = None
 
 
 @dataclass
@@ -264,6 +266,10 @@ def _gpus(node: _Node, before: gpu.Sample, after: gpu.Sample,
     for xid in by_gpu.get(None, []):
         node.result.findings += _xids(node, f'pci {xid.pci}',
                                       f'PCI {xid.pci}', [xid], errors)
+    named = {g.device: g.identity() for g in after.gpus}
+    for row in node.result.rows:
+        if row.device in named:
+            row.gpu = named[row.device]
 
 
 def _parsed(dump: Dump, name: str, parser, empty):

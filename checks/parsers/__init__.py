@@ -20,6 +20,9 @@ TOOLS = {
     'perftest': 'perftest',
     'nccl': 'nccl',
     'mpi-stage': 'mpi_stage',
+    'nvbandwidth': 'nvbandwidth',
+    'babelstream': 'babelstream',
+    'gpu-burn': 'gpu_burn',
 }
 
 

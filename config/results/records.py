@@ -16,7 +16,7 @@ from pathlib import Path
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / 'bicep' / \
     'results_schema.json'
-DATA_VERSION = '2.0'
+DATA_VERSION = '2.1'
 # A LogRecord attribute holding its row, so every handler sends the same one
 ROW_ATTR = '_clusterproof_row'
 # The facility of the rows of the health samples around a test
@@ -128,6 +128,9 @@ def _check_facts(check) -> dict:
     facts['metric_reference_keys'] = getattr(check, 'metric_reference_keys',
                                              {})
     facts['metric_devices'] = getattr(check, 'metric_devices', {})
+    # the GPU a per-GPU metric was measured on: perf variable -> {'index',
+    # 'bus_id', 'serial'} (gpu_columns)
+    facts['metric_gpus'] = dict(getattr(check, 'metric_gpus', None) or {})
     # a batch of nodes measured one by one (checks/common/fanned_job.py)
     facts['metric_groups'] = getattr(check, 'metric_groups', {})
     facts['step_ranks'] = getattr(check, 'step_ranks', 0)
@@ -164,6 +167,17 @@ def _check_facts(check) -> dict:
     except ValueError:
         facts['baseline_verdicts'] = {}
     return facts
+
+
+GPU_COLUMNS = {'index': 'gpu_index', 'bus_id': 'gpu_bus_id',
+               'serial': 'gpu_serial'}
+
+
+def gpu_columns(gpu: dict | None) -> dict:
+    """{'index': 5, 'bus_id': '00000009:00:00.0', 'serial': '1654...'} ->
+    the row's gpu_index, gpu_bus_id and gpu_serial (None where unknown)."""
+    gpu = gpu or {}
+    return {column: gpu.get(key) for key, column in GPU_COLUMNS.items()}
 
 
 PUBLISHED, SITE_BASELINE = 'published', 'site_baseline'
@@ -233,7 +247,8 @@ def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
                   not health.get('reference') else None}
         node = health.get('node')
         row_facts = {**facts, 'job_nodes': [node] if node else [],
-                     'metric_devices': {}, 'metric_peaks': {},
+                     'metric_devices': {}, 'metric_gpus': {},
+                     'metric_peaks': {},
                      'baseline_verdicts': {},
                      'reference_sources': {health['metric']:
                                            health.get('source') or None},
@@ -242,6 +257,7 @@ def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
         row = _row_values(values, session_id, row_facts)
         row['facility'] = HEALTH_FACILITY
         row['device'] = health.get('device')
+        row.update(gpu_columns(health.get('gpu')))
         row['check_perf_result'] = health.get('result')
         row['check_fail_reason'] = health.get('reason') or None
         rows[f"{health['metric']}@{health.get('device')}@{node}"] = row
@@ -315,6 +331,7 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     values.update({
         'check_perf_var': metric,
         'device': device,
+        **gpu_columns(facts.get('metric_gpus', {}).get(plain)),
         'check_perf_peak': facts.get('metric_peaks', {}).get(metric),
         'peak_source': facts.get('peak_sources', {}).get(metric),
         'TimeGenerated': now_iso(),

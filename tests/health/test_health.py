@@ -155,6 +155,14 @@ def test_a_new_dbe_fails_the_gpu():
         rows[('health', 'gpu0')].reason
     assert 'GPU 0 PCIe link at most gen 4, below gen 5' in \
         rows[('health', 'gpu0')].reason
+    # every row about the GPU names it: index, bus id (the <gpu id=...>
+    # attribute) and serial (<serial>1650522003820</serial>) of the XML
+    named = {'index': 0, 'bus_id': '00000000:01:00.0',
+             'serial': '1650522003820'}
+    assert {(r.metric, r.device): r.gpu for r in result.rows} == {
+        ('ecc_dbe_volatile', 'gpu0'): named,
+        ('ecc_dbe_aggregate', 'gpu0'): named,
+        ('pcie_link_gen_max', 'gpu0'): named, ('health', 'gpu0'): named}
 
 
 def test_healthy_samples_of_the_right_sku_have_no_finding():

@@ -167,3 +167,49 @@ def test_a_per_device_variable_becomes_metric_device_and_peak():
     # the row of the record's own variable is the one sent for it
     row = records.row_from_log_record(record, 's')
     assert (row['device'], row['check_perf_value']) == ('mlx5_ib1', 120.5)
+
+
+def test_a_per_gpu_variable_carries_the_gpus_index_bus_id_and_serial():
+    """The row schema's GPU columns (data_version 2.1): a perf variable
+    named in metric_gpus, and a health row with its GPU, say which GPU."""
+    class FakeCheck:
+        perfvalues = {
+            'sandbox:ndv5:links_up_gpu4': (17, 18, -0.0, None, 'links',
+                                           'fail'),
+            'sandbox:ndv5:links_up_gpu5': (18, 18, -0.0, None, 'links',
+                                           'pass'),
+        }
+        metric_devices = {'links_up_gpu4': 'gpu4', 'links_up_gpu5': 'gpu5'}
+        metric_gpus = {
+            'links_up_gpu4': {'index': 4, 'bus_id': '00000005:00:00.0',
+                              'serial': '1654922009876'},
+            'links_up_gpu5': {'index': 5, 'bus_id': '00000006:00:00.0'}}
+        health_rows = [{'node': 'nd-1', 'device': 'gpu4', 'metric': 'health',
+                        'value': 1, 'unit': 'findings', 'result': 'fail',
+                        'reference': 0, 'reason': 'GPU 4 NVLink 3 inactive',
+                        'gpu': {'index': 4, 'bus_id': '00000005:00:00.0',
+                                'serial': '1654922009876'}}]
+
+        class param_space:
+            params = {}
+
+    record = perf_record(check_perf_var='links_up_gpu4',
+                         check_perf_value=17, check_perf_unit='links')
+    record.__dict__['__rfm_check__'] = FakeCheck()
+    rows = records.rows_of_test(record, 's')
+    found = {(r['facility'], r['check_perf_var'], r['device'],
+              r['gpu_index'], r['gpu_bus_id'], r['gpu_serial'])
+             for r in rows}
+    assert found == {
+        ('reframe', 'links_up', 'gpu4', 4, '00000005:00:00.0',
+         '1654922009876'),
+        ('reframe', 'links_up', 'gpu5', 5, '00000006:00:00.0', None),
+        (records.HEALTH_FACILITY, 'health', 'gpu4', 4, '00000005:00:00.0',
+         '1654922009876')}
+    assert {r['data_version'] for r in rows} == {'2.1'}
+
+
+def test_a_row_about_no_gpu_has_empty_gpu_columns():
+    row = records.row_from_log_record(perf_record(), 's')
+    assert (row['gpu_index'], row['gpu_bus_id'], row['gpu_serial']) == \
+        (None, None, None)

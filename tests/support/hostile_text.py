@@ -20,6 +20,13 @@ BANNERS = {
     'perftest': '                    RDMA_Write BW Test\n #bytes ',
     'stream': 'STREAM version $Revision: 5.10 $\n'
               'Function    Best Rate MB/s  Avg time\n',
+    'nvbandwidth': 'nvbandwidth Version: v0.7\n'
+                   'Running host_to_device_memcpy_ce.\n'
+                   'memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n'
+                   '           0         1\n 0 ',
+    'babelstream': 'BabelStream\nVersion: 5.0\n'
+                   'Function    MBytes/sec  Min (sec)   Max         Average\n',
+    'gpu-burn': "Burning for 60 seconds.\n10.0%  proc'd: 10 (7150 Gflop/s) ",
 }
 
 # Runs that made regular expressions backtrack: blank lines, a line without
