@@ -39,6 +39,12 @@ param principalType string = 'ServicePrincipal'
 @description('Also give principalId Log Analytics Reader on the workspace, so that clusterproof query works from the cluster.')
 param grantQueryAccess bool = false
 
+@description('Also give principalId the "Azure Impact Reporter" role on this subscription, so that acceptance --report-to-azure can file Guest Health Reports (https://learn.microsoft.com/azure/azure-impact-reporting/guest-health-overview). The deploying user must be allowed to assign roles on the subscription.')
+param grantImpactReporter bool = false
+
+@description('With grantImpactReporter: the id (GUID) of the built-in "Azure Impact Reporter" role, from: az role definition list --name "Azure Impact Reporter" --query "[0].name" -o tsv')
+param impactReporterRoleId string = ''
+
 @description('Send through a data collection endpoint; false: use the data collection rule\'s own ingestion endpoint.')
 param useDataCollectionEndpoint bool = true
 
@@ -111,6 +117,18 @@ module ingestion 'modules/ingestion.bicep' = {
     principalId: principalId
     principalType: principalType
     tags: tags
+  }
+}
+
+// main.bicep targets a resource group; the role is granted on the
+// subscription, so this module is deployed there (scope: subscription())
+module impactReporter 'modules/impact_reporter.bicep' = if (grantImpactReporter && (principalId != '') && (impactReporterRoleId != '')) {
+  name: '${namePrefix}-impact-reporter'
+  scope: subscription()
+  params: {
+    principalId: principalId
+    principalType: principalType
+    impactReporterRoleId: impactReporterRoleId
   }
 }
 

@@ -7,6 +7,12 @@ using 'main.bicep'
 param principalId = ''
 param principalType = 'ServicePrincipal'
 param grantQueryAccess = true
+// acceptance --report-to-azure: the "Azure Impact Reporter" role on the
+// subscription (its id: az role definition list --name "Azure Impact Reporter"
+// --query "[0].name" -o tsv); the subscription must be onboarded to Guest
+// Health Reporting first (scripts/guest_health/README.md)
+param grantImpactReporter = false
+param impactReporterRoleId = ''
 
 param namePrefix = 'clusterproof'
 param retentionInDays = 90

@@ -3,7 +3,8 @@
 pytest_plugins = ['pytester', 'tests.support.service_markers',
                   'tests.support.loopback_azure',
                   'tests.support.acceptance_runs', 'tests.support.browser',
-                  'tests.support.kql_validator']
+                  'tests.support.kql_validator',
+                  'tests.support.loopback_impact']
 
 import os
 import shutil

@@ -95,6 +95,14 @@ FINGERPRINTS = {
                        'file_system'),
             'identity': ('api', 'file_system')},
     'mpi_stage': {'fields': ('file_size_mib',), 'identity': ()},
+    # per-GPU checks (checks/gpu/): the copy engine or SM copies, another
+    # BabelStream build, another GEMM tool
+    'nvbandwidth': {'fields': ('engine', 'samples', 'locked_clock_mhz'),
+                    'identity': ()},
+    'babelstream': {'fields': ('source', 'array_size', 'ntimes',
+                               'precision'), 'identity': ()},
+    'gpu_compute': {'fields': ('tool', 'seconds', 'precision'),
+                    'identity': ('tool',)},
 }
 
 #: The key parts beside the method that a reference entry may leave

@@ -16,7 +16,7 @@ from pathlib import Path
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / 'bicep' / \
     'results_schema.json'
-DATA_VERSION = '2.1'
+DATA_VERSION = '2.2'
 # A LogRecord attribute holding its row, so every handler sends the same one
 ROW_ATTR = '_clusterproof_row'
 # The facility of the rows of the health samples around a test

@@ -46,6 +46,12 @@ class Finding:
     set_aside: str = ''
     #: the verdict of each confirmation run (--confirm), in order
     confirmations: list = field(default_factory=list)
+    #: what was found, where a health rule found it: the rule's name
+    #: (checks/references/health.yaml, e.g. 'link_downed'); '' for a
+    #: benchmark's finding, whose kind is its check class
+    kind: str = ''
+    #: the device a health finding is about (an HCA port, a GPU)
+    device: str | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

@@ -27,7 +27,9 @@ def node_findings(case: dict, base: dict) -> list[Finding]:
     return [Finding(**where, node=node, scope='node', verdict=FAIL,
                     value=entry.get('value'),
                     reference=entry.get('reference'),
-                    reason=f"health: {entry.get('reason')}")
+                    reason=f"health: {entry.get('reason')}",
+                    kind=str(entry.get('metric') or ''),
+                    device=entry.get('device'))
             for node, entries in _by_node(case).items()
             for entry in entries if entry.get('severity') == SEVERITY_FAIL]
 

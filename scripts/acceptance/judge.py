@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from config.results import records, store
-from scripts.judging import baseline, common_mode, peers
+from scripts.judging import baseline, common_mode, peers, siblings
 
 from . import summary
 from .plan import scope_of
@@ -86,6 +86,19 @@ def peer_judgements(rows: list[dict], rules: peers.Rules) -> list[Decided]:
                     j.median, j.still_fails)
             for j in peers.judge_rows(
                 [r for r in rows if _scope(r) in JUDGED_SCOPES], rules)
+            if j.median is not None]
+
+
+def sibling_judgements(rows: list[dict],
+                       rules: peers.Rules = siblings.DEFAULT_RULES
+                       ) -> list[Decided]:
+    """Each device of a one-node job against the node's other devices of
+    the same job (its GPUs, its HCAs): scripts/judging/siblings.py."""
+    return [Decided(j.row, siblings.BASIS, j.fail,
+                    siblings.reason(j) if j.fail else '', j.median,
+                    j.still_fails)
+            for j in siblings.judge_rows(
+                [r for r in rows if _scope(r) == 'node'], rules)
             if j.median is not None]
 
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
                'HpcgCheck', 'HpcgSpackCheck', 'HpccNode', 'NcclSingleNode',
-               'PerftestLoopback', 'NvlinkFabric')
+               'PerftestLoopback', 'NvlinkFabric', 'GpuCopyBandwidth',
+               'GpuMemoryBandwidth', 'GpuComputeQuick', 'GpuComputeBurn')
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
@@ -44,7 +45,9 @@ SINGLE_NODE_CHECKS = tuple(c for c in NODE_CHECKS if c not in FANOUT_CHECKS)
 #: Checks whose valid_systems is ['+gpu'] (checks/gpu/nccl.py NcclBase,
 #: checks/gpu/nvlink_fabric.py): ReFrame makes no test case of them on a
 #: partition without the 'gpu' feature.
-GPU_CHECKS = ('NcclSingleNode', 'NcclMultiNode', 'NvlinkFabric')
+GPU_CHECKS = ('NcclSingleNode', 'NcclMultiNode', 'NvlinkFabric',
+              'GpuCopyBandwidth', 'GpuMemoryBandwidth', 'GpuComputeQuick',
+              'GpuComputeBurn')
 #: Skips itself on every node of a partition whose extras do not say
 #: multi-node NVLink (checks/gpu/nvlink_fabric.py only_on_nvlink_racks).
 NVLINK_CHECK = 'NvlinkFabric'

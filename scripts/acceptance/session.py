@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.results import azure_logs, sessions, store
+from scripts.guest_health import follow_up
+from scripts.guest_health import reporting as guest_health
 from scripts.judging import baseline, peers
 
 from . import (block_topology, confirm, health, judge, nvlink, plan, repair,
@@ -62,6 +64,9 @@ class Options:
     resume: bool = False
     #: nodes per job of the checks that run on each node of a batch job
     node_batch: int = plan.NODE_BATCH
+    #: one Guest Health Report per confirmed bad node (scripts/guest_health)
+    report_to_azure: bool = False
+    max_reports: int | None = None
 
 
 def reframe_command() -> list[str]:
@@ -323,6 +328,7 @@ def _judge_after_run(results: list[PhaseResult], findings: list,
     rows = judge.rows_of_run(jobids, started)
     judge.link_rows(findings, rows)
     decided = judge.peer_judgements(rows, options.peer_rules) + \
+        judge.sibling_judgements(rows) + \
         judge.baseline_judgements(rows, options.baselines)
     findings += judge.failing_findings(decided, findings)
     findings += judge.shared_failures(findings)
@@ -372,6 +378,7 @@ def run(options: Options, say=print) -> int:
     broken, findings, nodes, notes, drains = [], [], {}, [], []
     results, rows_file = [], None
     judgements, started, reservation = [], time.time(), None
+    azure_reports = None
     try:
         nodes, phases, notes, mnnvl = _inventory(options, say)
         if options.resume:
@@ -424,10 +431,16 @@ def run(options: Options, say=print) -> int:
                 node_verdicts, partition_findings,
                 summary.whole_partition_passes(findings)):
             say(line)
+        if options.report_to_azure and not options.resume:
+            azure_reports = guest_health.report(
+                node_verdicts, session_id, guest_health.utc_text(started),
+                options.max_reports, options.dry_run, say)
         if options.resume:
             drains = resume.still_bad(node_verdicts, _targets(nodes),
                                       _drain_reason)
             apply_drains(drains, False, say)
+            azure_reports = follow_up.close_passing(
+                node_verdicts, _targets(nodes), reservation, session_id, say)
         elif options.drain:
             drains, drain_notes = plan_drains(node_verdicts,
                                               options.max_drain, set(nodes))
@@ -438,7 +451,9 @@ def run(options: Options, say=print) -> int:
         stored = (summary.not_measured_rows(node_verdicts, partition_findings,
                                             session_id)
                   + summary.shared_failure_rows(partition_findings, session_id)
-                  + judge.verdict_rows(judgements, session_id))
+                  + judge.verdict_rows(judgements, session_id)
+                  + guest_health.rows(azure_reports, session_id,
+                                      summary.ROW_FACILITY))
         rows_file = summary.store_rows(stored, session_id)
         if rows_file:
             say(f'findings and verdicts stored in {rows_file}')
@@ -459,6 +474,8 @@ def run(options: Options, say=print) -> int:
         [] if broken else partition_findings, broken, drains, notes,
         [] if broken else findings)
     document['phases'] = [result.as_dict() for result in results]
+    if azure_reports is not None:
+        document['azure_reports'] = azure_reports
     document['sync'] = ship_results(say)
     path = summary.write_summary(document, workdir)
     if rows_file:

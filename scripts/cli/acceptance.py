@@ -69,10 +69,24 @@ def add_parser(subparsers):
                              'naming the check, value and reference')
     parser.add_argument('--dry-run', action='store_true',
                         help='with --drain: print the scontrol commands '
-                             'instead of running them')
+                             'instead of running them; with '
+                             '--report-to-azure: print each report\'s URL '
+                             'and body and send nothing')
     parser.add_argument('--max-drain', type=int, default=None, metavar='N',
                         help='drain nothing when more than N nodes are bad '
                              '(default: 10%% of the nodes, at least 1)')
+    parser.add_argument('--report-to-azure', action='store_true',
+                        help='file one Azure Guest Health Report per '
+                             'confirmed bad node (failed every '
+                             're-measurement: --confirm N), with the '
+                             'category its finding maps to; kept in '
+                             '$CLUSTERPROOF_HOME/azure_reports and as rows; '
+                             'follow up with `clusterproof azure-reports '
+                             '--follow-up` (scripts/guest_health/README.md)')
+    parser.add_argument('--max-reports', type=int, default=None, metavar='N',
+                        help='report nothing when more than N nodes are to '
+                             'be reported (default: 10%% of the nodes, at '
+                             'least 1)')
     parser.add_argument('--max-pending', default=DEFAULT_MAX_PENDING,
                         metavar='TIME',
                         help="give up a job still pending after TIME (ReFrame "
@@ -163,9 +177,16 @@ def run(args) -> int:
     if args.max_power_up < 0:
         print('acceptance: --max-power-up must be 0 or more', file=sys.stderr)
         return session.EXIT_BROKEN
-    if args.dry_run and not args.drain:
-        print('acceptance: --dry-run only makes sense with --drain',
-              file=sys.stderr)
+    if args.dry_run and not (args.drain or args.report_to_azure):
+        print('acceptance: --dry-run only makes sense with --drain or '
+              '--report-to-azure', file=sys.stderr)
+        return session.EXIT_BROKEN
+    if args.max_reports is not None and args.max_reports < 0:
+        print('acceptance: --max-reports must be 0 or more', file=sys.stderr)
+        return session.EXIT_BROKEN
+    if args.resume and args.report_to_azure:
+        print('acceptance: --resume closes the reports of nodes that pass '
+              'by itself; it takes no --report-to-azure', file=sys.stderr)
         return session.EXIT_BROKEN
     selection = plan.Selection(
         checks=args.checks or [str(session.REPO / 'checks')],
@@ -181,7 +202,9 @@ def run(args) -> int:
             baselines=baseline.Layer.from_setting(), confirm=args.confirm,
             repair_suspects=not args.no_repair, resume=args.resume,
             power_up=args.power_up, max_power_up=args.max_power_up,
-            node_batch=args.node_batch)
+            node_batch=args.node_batch,
+            report_to_azure=args.report_to_azure,
+            max_reports=args.max_reports)
         return session.run(options, say=lambda line: print(line, flush=True))
     except session.UnknownPartition as error:
         print(f'acceptance: {error}; on this system run:\n  '

@@ -10,7 +10,7 @@ from config.results import store
 
 # Each module has add_parser(subparsers), which sets func=run.
 SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy', 'sync', 'query', 'report',
-               'acceptance', 'discover', 'baseline']
+               'acceptance', 'discover', 'baseline', 'azure-reports']
 
 EXIT_USAGE = 2
 
@@ -26,7 +26,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                     'sandbox, deploy the Azure side.')
     subparsers = parser.add_subparsers(dest='command', metavar='COMMAND')
     for name in ([only] if only else SUBCOMMANDS):
-        importlib.import_module(f'scripts.cli.{name}').add_parser(subparsers)
+        importlib.import_module(
+            f"scripts.cli.{name.replace('-', '_')}").add_parser(subparsers)
     return parser
 
 

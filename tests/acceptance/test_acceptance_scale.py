@@ -88,18 +88,22 @@ def test_node_checks_that_cannot_run_on_a_partition_are_not_planned():
     def left_out(name):
         return plan.left_out(azure_skus.sku_partition(
             name, scheduler='slurm', launcher='srun', access=[], max_jobs=1))
-    assert left_out('hbv4') == ('NcclSingleNode', 'NvlinkFabric')
+    per_gpu = ('GpuCopyBandwidth', 'GpuMemoryBandwidth', 'GpuComputeQuick',
+               'GpuComputeBurn')
+    assert left_out('hbv4') == ('NcclSingleNode', 'NvlinkFabric', *per_gpu)
     assert left_out('ndv5') == ('NvlinkFabric',)
     assert left_out('ndgb200v6') == ()
     assert {plan.left_out(p) for p in sandbox.system['partitions']} == {
-        ('NcclSingleNode', 'NvlinkFabric')}
+        ('NcclSingleNode', 'NvlinkFabric', *per_gpu)}
     nodes = [f'nd-{i:04d}' for i in range(1, 1201)]
     planned = plan.phases('azure', 'ndv5', nodes)
     alone = [p for p in planned if p.tag == 'one']
-    assert len(alone) == 3 and all(p.names == ('NvlinkFabric',)
+    assert len(alone) == 3 and all(p.names == ('NvlinkFabric', *per_gpu)
                                    for p in alone)
-    assert plan.phases('azure', 'ndv5', nodes, leaving_out=left_out('ndv5')) \
-        == [p for p in planned if p.tag != 'one']
+    # the per-GPU checks run one node per job, as NvlinkFabric does
+    assert [p.names for p in plan.phases('azure', 'ndv5', nodes,
+                                         leaving_out=left_out('ndv5'))
+            if p.tag == 'one'] == [per_gpu] * 3
     hbv4 = plan.phases('azure', 'hbv4', nodes, leaving_out=left_out('hbv4'))
     assert [p.label for p in hbv4] == [p.label.replace('ndv5', 'hbv4')
                                        for p in planned if p.tag != 'one']

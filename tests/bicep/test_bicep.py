@@ -75,7 +75,8 @@ def test_the_templates_are_all_there():
                      'modules/results_table.bicep',
                      'modules/saved_functions.bicep',
                      'modules/ingestion.bicep', 'modules/workbook.bicep',
-                     'modules/regression_alert.bicep'}
+                     'modules/regression_alert.bicep',
+                     'modules/impact_reporter.bicep'}
 
 
 @pytest.mark.parametrize('path', BICEP_FILES,
@@ -97,7 +98,8 @@ def test_api_versions_are_the_current_stable_ones():
 def test_main_modules_exist():
     modules = template('main.bicep').doc['modules']
     assert set(modules) == {'newWorkspace', 'resultsTable', 'savedFunctions',
-                            'ingestion', 'workbook', 'regressionAlert'}
+                            'ingestion', 'workbook', 'regressionAlert',
+                            'impactReporter'}
     for module in modules.values():
         assert (BICEP / module['detail']['path']).is_file()
 
@@ -270,8 +272,39 @@ def test_log_analytics_reader_is_optional_and_on_the_workspace():
 
 
 def test_no_other_roles_are_granted():
+    # impactReporterRoleId: the role's id is the deployer's to give
     assert {role for _, role, _ in role_assignments()} == \
-        {MONITORING_METRICS_PUBLISHER, LOG_ANALYTICS_READER}
+        {MONITORING_METRICS_PUBLISHER, LOG_ANALYTICS_READER,
+         'impactReporterRoleId'}
+
+
+def test_impact_reporter_is_optional_and_on_the_subscription():
+    tpl = template('modules/impact_reporter.bicep')
+    assert tpl.doc['globals']['scope'] == {'value': 'subscription'}
+    [(relative, _, assignment)] = [
+        found for found in role_assignments()
+        if found[1] == 'impactReporterRoleId']
+    assert relative == 'modules/impact_reporter.bicep'
+    assert body(assignment)['properties']['principalId'] == 'principalId'
+    main = template('main.bicep')
+    assert main.parameters['grantImpactReporter']['default'] is False
+    assert main.parameters['impactReporterRoleId']['default'] == ''
+    module = main.doc['modules']['impactReporter']
+    # main.bicep targets a resource group: the module goes to the
+    # subscription
+    assert body(module)['scope']['function']['type'] == 'subscription'
+
+    def given(name):
+        return {'operator': {'type': 'not_equals', 'operands': {
+            'operand_1': name, 'operand_2': ''}}}
+    assert condition(module) == {'operator': {'type': 'and', 'operands': {
+        'operand_1': 'grantImpactReporter', 'operand_2': {'operator': {
+            'type': 'and', 'operands': {
+                'operand_1': given('principalId'),
+                'operand_2': given('impactReporterRoleId')}}}}}}
+    assert body(module)['params'] == {
+        'principalId': 'principalId', 'principalType': 'principalType',
+        'impactReporterRoleId': 'impactReporterRoleId'}
 
 
 # --- outputs and options -----------------------------------------------------

@@ -206,7 +206,7 @@ def test_a_per_gpu_variable_carries_the_gpus_index_bus_id_and_serial():
         ('reframe', 'links_up', 'gpu5', 5, '00000006:00:00.0', None),
         (records.HEALTH_FACILITY, 'health', 'gpu4', 4, '00000005:00:00.0',
          '1654922009876')}
-    assert {r['data_version'] for r in rows} == {'2.1'}
+    assert {r['data_version'] for r in rows} == {records.DATA_VERSION}
 
 
 def test_a_row_about_no_gpu_has_empty_gpu_columns():

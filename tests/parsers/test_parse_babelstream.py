@@ -1,4 +1,4 @@
-"""BabelStream parser against real outputs (tests/data/babelstream, see its
+"""BabelStream parser against real outputs (tests/support/data/babelstream, see its
 PROVENANCE.md); expected values read by eye from the line named beside
 them, MBytes/sec / 1000 = GB/s."""
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from checks import parsers
 from checks.parsers import babelstream
 
-from tests.helpers import DATA
+from tests.support.helpers import DATA
 
 FILES = DATA / 'babelstream'
 POLARIS = 'babelstream-5.0-cuda-A100-SXM4-40GB-Polaris-build-and-run-session.out'

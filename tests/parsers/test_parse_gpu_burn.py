@@ -1,4 +1,4 @@
-"""gpu_burn parser against real outputs (tests/data/gemm-burn, see its
+"""gpu_burn parser against real outputs (tests/support/data/gemm-burn, see its
 PROVENANCE.md): gpu_burn exits 0 for a faulty GPU, so the text decides.
 Expected values read by eye from the line named beside them."""
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from checks import parsers
 from checks.parsers import gpu_burn
 
-from tests.helpers import DATA
+from tests.support.helpers import DATA
 
 FILES = DATA / 'gemm-burn'
 A100 = 'gpu_burn-A100x8-pass-superbench.out'

@@ -1,4 +1,4 @@
-"""nvbandwidth parser against real outputs (tests/data/nvbandwidth, see its
+"""nvbandwidth parser against real outputs (tests/support/data/nvbandwidth, see its
 PROVENANCE.md). Every expected value was read by eye from the line named
 beside it."""
 import json
@@ -10,9 +10,10 @@ import pytest
 
 from checks import parsers
 from checks.parsers import nvbandwidth
+from tests.support import helpers
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).parent / 'data' / 'nvbandwidth'
+ROOT = Path(__file__).resolve().parents[2]
+DATA = helpers.DATA / 'nvbandwidth'
 FULL = 'nvbandwidth-v0.2-8xH800-full-run-llm-action.out'
 
 
