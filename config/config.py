@@ -3,7 +3,7 @@
     reframe -C config/config.py -c checks -r
 
 merges one module per system family from config/systems/ and the logging of
-config/results/perflog.py. The system is chosen the ReFrame way: ``--system NAME``,
+config/results/handlers/store_handler.py. The system is chosen the ReFrame way: ``--system NAME``,
 ``RFM_SYSTEM``, or the first system whose hostname patterns match this host;
 ``local`` (this machine, no scheduler) matches any host, so it comes last.
 """
@@ -11,7 +11,8 @@ import os
 import sys
 
 from . import reframe_temp_log
-from .results import perflog, store
+from .results.handlers import reframe_logging, store_handler
+from .results.store import files as store
 
 # First, so that a configuration this file refuses (below, or a setting a
 # system module refuses) leaves no rfm-*.log behind either: the one line
@@ -48,7 +49,7 @@ def _with_default_prefix(system):
     # that two sessions on one home (two admins, a cron run and a manual
     # one) never share a stage directory; --prefix, RFM_PREFIX, --stage and
     # --outputdir still win.
-    return {'prefix': str(store.home() / 'runs' / perflog.SESSION_ID),
+    return {'prefix': str(store.home() / 'runs' / store_handler.SESSION_ID),
             **system}
 
 
@@ -58,7 +59,7 @@ site_configuration = {
     'environments': [env for family in FAMILIES
                      for env in getattr(family, 'environments', [])]
                     + COMMON_ENVIRONMENTS,
-    'logging': perflog.logging_config(),
+    'logging': reframe_logging.logging_config(),
     'storage': [{
         # ReFrame's own results database: powers --performance-compare.
         'enable': True,

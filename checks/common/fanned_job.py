@@ -206,7 +206,7 @@ class FansOut(ParsedOutput):
         for name, function in self.perf_variables.items():
             self.node_metrics[name] = function.unit
             # the nodes that measured nothing get rows too (no value), as
-            # their one-node cases would (config/results/records.py)
+            # their one-node cases would (config/results/rows/builder.py)
             for group in self.fanned_groups:
                 var = fan_out.node_var(name, group)
                 if group in passed:
@@ -267,7 +267,7 @@ class FansOut(ParsedOutput):
 
     def reference_of(self, target: str, name: str):
         """The reference of perf variable *name* on *target*, None where
-        there is none (also for config/results/records.py's rows)."""
+        there is none (also for config/results/rows/builder.py's rows)."""
         # a ScopedDict once ReFrame has seen it: looked up scope:name
         try:
             return self.reference[f'{target}:{name}']

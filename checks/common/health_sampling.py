@@ -108,7 +108,7 @@ class HealthSampling(rfm.RegressionTestPlugin):
     #: where acceptance reads them).
     health_findings = variable(typ.List[typ.Dict[str, object]], value=[])
 
-    #: The rows the samples add (records.rows_of_test stores them).
+    #: The rows the samples add (config/results/rows/builder.py stores them).
     health_rows = variable(typ.List[typ.Dict[str, object]], value=[],
                            loggable=False)
 

@@ -142,6 +142,6 @@ def missed(value: float, entry: Entry, source: bool = True) -> str:
 
 
 def cluster_of(system: str | None) -> str:
-    """The cluster a row is stored under (config/results/records.py's
+    """The cluster a row is stored under (config/results/rows/builder.py's
     cluster_name: CLUSTERPROOF_CLUSTER, else the ReFrame system)."""
     return os.environ.get('CLUSTERPROOF_CLUSTER') or system or ''

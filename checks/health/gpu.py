@@ -39,7 +39,7 @@ class Gpu:
         return f'gpu{self.index}'
 
     def identity(self) -> dict:
-        """What names this GPU on a row (records.gpu_columns)."""
+        """What names this GPU on a row (rows/builder.py's gpu_columns)."""
         return {'index': self.index, 'bus_id': self.pci,
                 'serial': self.serial}
 

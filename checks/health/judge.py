@@ -53,7 +53,8 @@ class Row:
     reason: str = ''
     source: str = ''
     params: dict = field(default_factory=dict)
-    #: the GPU a row is about: index, bus id, serial (records.gpu_columns)
+    #: the GPU a row is about: index, bus id, serial (gpu_columns of
+    #: config/results/rows/builder.py)
     gpu: dict | None = None
 
 

@@ -3,7 +3,7 @@ any host that no other system claims."""
 import os
 import shutil
 
-from ..results import store
+from ..results.store import files as store
 
 
 def _root_mpi_env():

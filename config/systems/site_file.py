@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from ..results import store
+from ..results.store import files as store
 from .azure_skus import SKUS
 
 FILE_NAME = 'site-partitions.yaml'

@@ -9,7 +9,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from config.results import records, store
+from config.results.rows import schema as row_schema
+from config.results.store import files as store
 from scripts.judging import baseline, common_mode, peers, siblings
 
 from . import summary
@@ -37,7 +38,7 @@ def rows_of_run(jobids: set[str], since: float) -> list[dict]:
                   if str(row.get('check_jobid')) in jobids
                   and not row.get('judged_record_id')
                   # health rows are judged by their rules, not by peers
-                  and row.get('facility') != records.HEALTH_FACILITY]
+                  and row.get('facility') != row_schema.HEALTH_FACILITY]
     return found
 
 

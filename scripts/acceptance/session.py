@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.results import azure_logs, sessions, store
+from config.results.azure import ingestion
+from config.results.store import sessions, files as store
 from scripts.guest_health import follow_up
 from scripts.guest_health import reporting as guest_health
 from scripts.judging import baseline, peers
@@ -155,7 +156,7 @@ def run_phase(phase: plan.Phase, options: Options, workdir: Path,
 
 def unkept(log: Path) -> list[str]:
     """The store's end lines in a phase's output that name rows it could
-    not write (config/results/perflog.py)."""
+    not write (config/results/handlers/store_handler.py)."""
     try:
         text = log.read_text(errors='replace')
     except OSError:
@@ -223,7 +224,7 @@ def apply_drains(drains: list[dict], dry_run: bool, say) -> None:
 
 def ship_results(say) -> str:
     """`clusterproof sync` when Azure is configured; else nothing."""
-    if azure_logs.settings() is None:
+    if ingestion.settings() is None:
         say('Azure Log Analytics not configured: results stay in the local '
             f'store ({store.results_dir()})')
         return 'not configured'

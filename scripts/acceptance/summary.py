@@ -6,7 +6,8 @@ import json
 import uuid
 from pathlib import Path
 
-from config.results import records, store
+from config.results.rows import builder, schema as row_schema
+from config.results.store import files as store
 
 from .findings import (FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
                        POWERED_DOWN, WHOLE_PARTITION, Finding)
@@ -134,7 +135,7 @@ def summary_document(session_id: str, exit_code: int, verdicts, partitions,
     """``findings``: every finding of the run (the passes included)."""
     return {
         'session_id': session_id,
-        'finished': records.now_iso(),
+        'finished': row_schema.now_iso(),
         'exit_code': exit_code,
         'broken': broken,
         'notes': notes,
@@ -173,9 +174,9 @@ def not_measured_rows(verdicts: list[NodeVerdict],
 def _finding_row(f: Finding, session_id: str, perf_result: str,
                  result: str, **values) -> dict:
     system, _, partition = f.partition.partition(':')
-    return records.make_row({
+    return row_schema.make_row({
         **_acceptance_row(session_id),
-        'cluster': records.cluster_name(system),
+        'cluster': builder.cluster_name(system),
         'check_system': system,
         'check_partition': partition,
         'check_name': f.check.split('%')[0].strip(),
@@ -191,9 +192,9 @@ def _finding_row(f: Finding, session_id: str, perf_result: str,
 
 def _acceptance_row(session_id: str) -> dict:
     """What every row acceptance writes itself has."""
-    return {'TimeGenerated': records.now_iso(),
+    return {'TimeGenerated': row_schema.now_iso(),
             'record_id': str(uuid.uuid4()), 'session_id': session_id,
-            'facility': ROW_FACILITY, 'data_version': records.DATA_VERSION,
+            'facility': ROW_FACILITY, 'data_version': row_schema.DATA_VERSION,
             'check_tags': ['acceptance']}
 
 
@@ -214,7 +215,7 @@ def verdict_row(judged: dict, session_id: str, verdict: str, basis: str,
     query counts the measurement twice), what it was held against is
     check_perf_ref."""
     values = {name: judged.get(name) for name in _JUDGED_COLUMNS}
-    return records.make_row({
+    return row_schema.make_row({
         **values,
         **_acceptance_row(session_id),
         'judged_record_id': judged['record_id'],

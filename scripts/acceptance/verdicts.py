@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from checks.common import site_baseline
-from config.results import records
+from config.results.rows import builder
 
 from . import health
 from .findings import (BAD, FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
@@ -160,10 +160,10 @@ def _metric_findings(case: dict, base: dict, group: str) -> list[Finding]:
     group_of = case.get('metric_groups') or {}
     for key, info in (case.get('perfvalues') or {}).items():
         value, ref, lower, upper, unit, result = (list(info) + [None] * 6)[:6]
-        metric, measured = records.split_group(key.split(':')[-1], group_of)
+        metric, measured = builder.split_group(key.split(':')[-1], group_of)
         if group_of and measured != group:
             continue   # another node's or pair's value of a batch case
-        verdict = records.perf_result(result, ref, lower, upper)
+        verdict = builder.perf_result(result, ref, lower, upper)
         found.append(Finding(**base, verdict=verdict or PASS,
                              metric=metric, value=value,
                              unit=unit, reference=ref,

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from config.results import store
+from config.results.store import files as store
 
 TEMPLATE = Path(__file__).resolve().parents[2] / 'bicep' / 'main.bicep'
 # The outputs of main.bicep that are environment variables clusterproof reads.

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from config.results import store
+from config.results.store import files as store
 from config.systems import discovery, site_file
 from config.systems.azure_skus import SKUS
 

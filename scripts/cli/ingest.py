@@ -17,7 +17,8 @@ import uuid
 
 from checks import parsers
 from checks.common import references
-from config.results import records, store
+from config.results.rows import builder, schema as row_schema
+from config.results.store import files as store
 
 EXIT_USAGE = 2
 # Fixed namespace: the same content, place and metric give the same id forever.
@@ -130,13 +131,13 @@ def rows_for(result: parsers.ParseResult, base: dict, ids, refs: dict,
     common = {**base, 'check_result': verdict,
               'check_fail_reason': result.reason}
     if not result.ok or not result.metrics:
-        return [records.make_row({**common, 'record_id': ids(None)})]
+        return [row_schema.make_row({**common, 'record_id': ids(None)})]
     rows = []
     for name, metric in result.metrics.items():
         ref = refs.get(name)
         comparable = ref is not None and ref.unit == metric.unit
         peak = peaks.get(name)
-        rows.append(records.make_row({
+        rows.append(row_schema.make_row({
             **common,
             'record_id': ids(name),
             'check_perf_var': name,
@@ -182,12 +183,12 @@ def run(args) -> int:
     for path, text in texts.items():
         result = parsers.parse(args.tool, text)
         base = {
-            'TimeGenerated': records.now_iso(),
+            'TimeGenerated': row_schema.now_iso(),
             'check_job_completion_time': _completion_time(path),
             'session_id': session.session_id,
             'facility': 'clusterproof-ingest',
-            'data_version': records.DATA_VERSION,
-            'cluster': records.cluster_name(args.system),
+            'data_version': row_schema.DATA_VERSION,
+            'cluster': builder.cluster_name(args.system),
             'check_system': args.system,
             'check_partition': args.partition,
             'vm_sku': vm_sku,

@@ -6,7 +6,7 @@ import importlib
 import sys
 import traceback
 
-from config.results import store
+from config.results.store import files as store
 
 # Each module has add_parser(subparsers), which sets func=run.
 SUBCOMMANDS = ['parse', 'ingest', 'sandbox', 'deploy', 'sync', 'query', 'report',

@@ -1,5 +1,5 @@
 """`clusterproof sync`: ship to Log Analytics every stored row it has not
-accepted yet (config/results/backlog.py does the work; this is the command line).
+accepted yet (config/results/azure/sync.py does the work; this is the command line).
 
 Exit 0 when everything is shipped, 1 when some rows are left to retry or
 set aside (and why), 2 on bad usage, when Azure is not configured (except
@@ -97,7 +97,7 @@ def complain(message: str) -> None:
 
 
 def not_configured(tell=complain) -> int:
-    from config.results import store
+    from config.results.store import files as store
     from scripts.cli.deploy import default_env_file
     tell('Azure Log Analytics is not configured: set '
          'DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID (and '
@@ -130,7 +130,7 @@ class Progress:
 
 
 def report(tally, stopped, earlier_aside=0) -> int:
-    from config.results import shipping
+    from config.results.azure import shipping
     line = (f'{tally.shipped} of {tally.offered} rows shipped in '
             f'{tally.calls} call(s)')
     if tally.failures:
@@ -168,20 +168,21 @@ def report(tally, stopped, earlier_aside=0) -> int:
 def run(args) -> int:
     # Imported here: `clusterproof --help` and the other commands must not
     # need ReFrame or the Azure SDK.
-    from config.results import azure_logs, backlog, store
-    settings = azure_logs.settings()
+    from config.results.azure import ingestion, sync as backlog
+    from config.results.store import files as store
+    settings = ingestion.settings()
     if settings is None and args.dry_run and not args.verify:
         not_configured(tell=say)
         return _sync(args)
     if settings is None:
         return not_configured()
-    wrong = azure_logs.problems(settings)
+    wrong = ingestion.problems(settings)
     if wrong:
         for problem in wrong:
             complain(problem)
         return EXIT_USAGE
     store.existing_home()     # a typo must not answer "nothing to ship"
-    if args.verify and azure_logs.workspace_settings() is None:
+    if args.verify and ingestion.workspace_settings() is None:
         complain('--verify reads Log Analytics: set LOGS_WORKSPACE_ID (the '
                  "workspace's customer id, an output of `clusterproof "
                  "deploy`)")
@@ -204,7 +205,7 @@ def run(args) -> int:
 
 
 def _sync(args) -> int:
-    from config.results import backlog, verify
+    from config.results.azure import sync as backlog, verify
     found = backlog.StoredBacklog(args.session, args.since)
     for session in found.running:
         say(f'session {session} is still running; its live push ships it')
@@ -259,7 +260,7 @@ def _sync(args) -> int:
 
 
 def _missing_after_verify(args):
-    from config.results import backlog, verify
+    from config.results.azure import sync as backlog, verify
     acked = verify.acknowledged(args.min_age * 60, args.days)
     workspace = verify.default_workspace()
     try:
@@ -285,7 +286,7 @@ def _missing_after_verify(args):
 def _report_empty_columns(workspace, rows, days) -> None:
     """Rows that arrived without columns they were sent with: the DCR the
     workspace runs does not declare them (clusterproof deploy updates it)."""
-    from config.results import verify
+    from config.results.azure import verify
     if not rows:
         return
     try:
@@ -300,8 +301,8 @@ def _report_empty_columns(workspace, rows, days) -> None:
 
 
 def _data_version() -> str:
-    from config.results import records
-    return records.DATA_VERSION
+    from config.results.rows import schema as row_schema
+    return row_schema.DATA_VERSION
 
 
 def _merge(total, more) -> None:

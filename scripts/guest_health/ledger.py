@@ -8,7 +8,8 @@ import json
 import os
 from pathlib import Path
 
-from config.results import records, store
+from config.results.rows import schema as row_schema
+from config.results.store import files as store
 
 SENDING, CLOSED, FOLLOWED = 'sending', 'closed', 'followed'
 OPEN_STATES = ('filed', 'already_filed', FOLLOWED)
@@ -21,7 +22,7 @@ def path() -> Path:
 def append(event: dict) -> dict:
     """Write one event (with its time); a line is one write() of O_APPEND,
     so two runs never interleave their lines."""
-    entry = {'at': records.now_iso(), **event}
+    entry = {'at': row_schema.now_iso(), **event}
     target = path()
     target.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(entry, sort_keys=True, default=str) + '\n').encode()

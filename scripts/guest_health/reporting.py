@@ -22,7 +22,7 @@ import os
 import uuid
 from dataclasses import dataclass, field
 
-from config.results import records
+from config.results.rows import builder, schema as row_schema
 from scripts.acceptance import verdicts
 from scripts.acceptance.findings import FAIL, PUBLISHED, Finding
 
@@ -281,13 +281,13 @@ def rows(result: dict | None, session_id: str,
             continue
         system, _, partition = r['partition'].partition(':')
         answer = r.get('answer') or {}
-        made.append(records.make_row({
-            'TimeGenerated': records.now_iso(),
+        made.append(row_schema.make_row({
+            'TimeGenerated': row_schema.now_iso(),
             'record_id': str(uuid.uuid4()), 'session_id': session_id,
             'facility': summary_facility,
-            'data_version': records.DATA_VERSION,
+            'data_version': row_schema.DATA_VERSION,
             'check_tags': ['acceptance'],
-            'cluster': records.cluster_name(system),
+            'cluster': builder.cluster_name(system),
             'check_system': system, 'check_partition': partition,
             'check_name': r['check'].split('%')[0].strip(),
             'check_display_name': r['check'],

@@ -35,7 +35,7 @@ import yaml
 from checks.common import site_baseline
 from checks.common.reference_key import local_sku, reference_key
 from checks.common.site_baseline import BASIS, SETTING, Entry, read  # noqa: F401
-from config.results.records import HEALTH_FACILITY
+from config.results.rows.schema import HEALTH_FACILITY
 from scripts.judging.peers import (DEFAULT_TOLERANCE, DEFAULT_Z_LIMIT,
                                    MAD_SCALE, VERDICT_FACILITY, completed,
                                    test_of)

@@ -8,8 +8,8 @@ from azure.core.exceptions import (AzureError, ClientAuthenticationError,
                                    HttpResponseError)
 from azure.monitor.query import LogsQueryClient, LogsQueryStatus
 
-from config.results import azure_logs
-from config.results.azure_logs import query_endpoint
+from config.results.azure import ingestion
+from config.results.azure.ingestion import query_endpoint
 from scripts.query.result import QueryFailed, Result, plain
 
 
@@ -20,7 +20,7 @@ class CloudQueryError(QueryFailed):
 def connect(credential=None) -> LogsQueryClient:
     """One client (and credential, which caches its token) for a session
     of queries."""
-    return LogsQueryClient(credential or azure_logs.credential(),
+    return LogsQueryClient(credential or ingestion.credential(),
                            endpoint=query_endpoint())
 
 
@@ -33,7 +33,7 @@ def run(client: LogsQueryClient, workspace_id: str, kql: str) -> Result:
         # the credential's ClientAuthenticationError (_helpers.process_error)
         if isinstance(err, ClientAuthenticationError) or isinstance(
                 err.__context__, ClientAuthenticationError):
-            raise CloudQueryError(azure_logs.NO_CREDENTIAL) from None
+            raise CloudQueryError(ingestion.NO_CREDENTIAL) from None
         raise CloudQueryError(
             f'Log Analytics answered {err.status_code}: {err.message}') \
             from None

@@ -33,7 +33,8 @@ from typing import NamedTuple
 
 import duckdb
 
-from config.results import records, store
+from config.results.rows import schema as row_schema
+from config.results.store import files as store
 from scripts.query import (json_lines, library, needs, older_copies,
                            parquet_cache, parquet_packs, sql_cache,
                            sql_output, translator)
@@ -89,7 +90,7 @@ def _schema_columns(reading: Reading) -> list[dict]:
     wanted = reading.columns
     if wanted is not None:
         wanted = wanted | needs.named_columns(library.base_text())
-    return [c for c in records.schema()['columns']
+    return [c for c in row_schema.schema()['columns']
             if wanted is None or c['name'] in wanted]
 
 
@@ -249,7 +250,7 @@ def connect(results_dir: Path | None = None, reading: Reading = Reading(),
     (cache_builder.py), as a command's connection is. *queries* (KQL
     texts, at *now*) are translated while the store is read
     (translator.py)."""
-    schema = records.schema()
+    schema = row_schema.schema()
     # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
     # UTC for KQL's datetimes), without importing duckdb-kql's parser.
     con = duckdb.connect()

@@ -15,7 +15,7 @@ import dataclasses
 import datetime as dt
 import re
 
-from config.results import records
+from config.results.rows import schema as row_schema
 from scripts.query import library
 
 _READ = re.compile(rf'\b{library.BASE_FUNCTION}\b')
@@ -65,7 +65,7 @@ def reading(query: library.Query, filters: library.Filters | None,
 
 def named_columns(text: str) -> frozenset[str]:
     """The schema's columns that *text* names."""
-    return frozenset(name for name in records.column_names()
+    return frozenset(name for name in row_schema.column_names()
                      if re.search(rf'\b{name}\b', text))
 
 

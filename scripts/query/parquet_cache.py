@@ -36,7 +36,7 @@ from pathlib import Path
 
 import duckdb
 
-from config.results import store
+from config.results.store import files as store
 from scripts.query import cache_builder, json_lines, sql_cache
 
 SETTLED = dt.timedelta(minutes=10)

@@ -47,7 +47,7 @@ class Runner:
         """The local connection, read again (once) only when this query
         (its KQL *text*) needs more of the store than it holds."""
         if self.results_dir is None:
-            from config.results import store
+            from config.results.store import files as store
             store.existing_home()    # a typo must not answer "no rows"
         wanted = self._needs(query)
         if self._reading is not None and self._reading.covers(wanted):
@@ -139,7 +139,7 @@ def _local_text(query: library.Query) -> str:
 def _name_unreadable_lines(paths: list[str]) -> None:
     """One warning per unreadable line, naming file and line, from the
     store's own reader: of the files the engine found damaged, alone."""
-    from config.results import store
+    from config.results.store import files as store
     for path in paths:
         for _ in store.file_rows(Path(path)):
             pass

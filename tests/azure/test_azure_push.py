@@ -2,12 +2,12 @@
 Ingestion endpoint, through real ReFrame running the real ior check (with a
 replay stand-in for the ior binary, which cannot be built here), real
 azure-identity (managed identity through IDENTITY_ENDPOINT/IDENTITY_HEADER)
-and the project's batching httpjson handler (config/results/live_push.py)."""
+and the project's batching httpjson handler (config/results/azure/live_push.py)."""
 import os
 
 import pytest
 
-from config.results import records
+from config.results.rows import schema as row_schema
 from tests.support.helpers import REPO, STANDINS, run_reframe, stored_rows
 
 AZURE_VARS = ('DATA_COLLECTION_ENDPOINT', 'LOGS_DCR_RULE_ID',
@@ -38,7 +38,7 @@ def test_records_land_in_the_store_without_azure(tmp_path):
     assert values == {'write_bandwidth_mib': 613.91,
                       'read_bandwidth_mib': 12827.84}
     for row in rows:
-        assert list(row) == records.column_names()
+        assert list(row) == row_schema.column_names()
         assert row['check_name'] == 'IorCheck'
         assert row['check_system'] == 'local'
         assert row['check_result'] == 'pass'
@@ -57,7 +57,7 @@ def test_records_are_pushed_to_log_analytics(tmp_path, fake_azure):
     assert isinstance(upload.body, list) and len(upload.body) == 2
     assert upload.headers['Authorization'] == f'Bearer {fake_azure.token}'
     for row in upload.body:
-        assert set(row) == set(records.column_names())
+        assert set(row) == set(row_schema.column_names())
     assert fake_azure.token_requests >= 1
     shipped = {row['record_id']: row for row in fake_azure.rows}
     stored = {row['record_id']: row for row in stored_rows(tmp_path / 'home')}
@@ -108,7 +108,7 @@ def test_the_loopback_endpoint_speaks_the_sdk_protocol(fake_azure):
             endpoint=fake_azure.base_url,
             credential=ManagedIdentityCredential(),
             connection_verify=fake_azure.ca_bundle)
-        rows = [records.make_row({'record_id': str(i)}) for i in range(3)]
+        rows = [row_schema.make_row({'record_id': str(i)}) for i in range(3)]
         client.upload(rule_id=fake_azure.rule_id,
                       stream_name=fake_azure.stream, logs=rows)
     finally:

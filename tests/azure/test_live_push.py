@@ -157,7 +157,7 @@ def test_bad_settings_warn_once_and_the_run_goes_on(tmp_path, fake_azure):
 def test_a_handler_that_cannot_be_made_is_left_out(tmp_path, monkeypatch):
     """ReFrame stops the session on any error from a handler factory; the
     live push's factory answers None instead (ReFrame goes on without)."""
-    from config.results import live_push
+    from config.results.azure import live_push
     monkeypatch.setenv('CLUSTERPROOF_HOME', str(tmp_path / 'home'))
 
     class SiteConfig:

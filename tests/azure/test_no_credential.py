@@ -5,7 +5,7 @@ refuses an identity header it did not issue."""
 import subprocess
 import sys
 
-from config.results import azure_logs
+from config.results.azure import ingestion
 from tests.support.helpers import REPO, suite_env
 
 CLI = str(REPO / 'scripts' / 'clusterproof')
@@ -30,8 +30,8 @@ def test_query_without_a_credential_is_one_line(tmp_path, fake_azure):
     assert result.stdout == ''
     assert result.stderr == (
         f'clusterproof query: trends on Log Analytics workspace {workspace}: '
-        f'{azure_logs.NO_CREDENTIAL}\n')
-    assert 'az login' in azure_logs.NO_CREDENTIAL
+        f'{ingestion.NO_CREDENTIAL}\n')
+    assert 'az login' in ingestion.NO_CREDENTIAL
     assert not fake_azure.issued        # no token was handed out
     # azure-identity's shared token cache (~/.IdentityService) is not made
     assert list(home.iterdir()) == []

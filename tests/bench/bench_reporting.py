@@ -76,19 +76,20 @@ def run_session(name, config, fake, work: Path, tests, metrics, azure=True):
 
 
 def stored_backlog(home: Path, count: int):
-    from config.results import records, store
+    from config.results.rows import schema as row_schema
+    from config.results.store import files as store
     session = store.SessionFile('20261130T000000Z-bench000', home / 'results')
     for index in range(count):
-        session.append(records.make_row({
+        session.append(row_schema.make_row({
             'record_id': f'bench-{index:07d}', 'check_name': 'Bench',
             'check_perf_var': 'metric', 'check_perf_value': float(index),
-            'TimeGenerated': records.now_iso(),
-            'check_job_completion_time': records.now_iso()}))
+            'TimeGenerated': row_schema.now_iso(),
+            'check_job_completion_time': row_schema.now_iso()}))
     return session
 
 
 def time_sync(fake, work: Path, count: int):
-    from config.results import backlog
+    from config.results.azure import sync as backlog
     os.environ['CLUSTERPROOF_HOME'] = str(work / 'sync')
     stored_backlog(work / 'sync', count)
     found = backlog.find_backlog()
@@ -104,13 +105,14 @@ def time_sync(fake, work: Path, count: int):
 def time_stock_per_record(fake, sample: int):
     """ReFrame's own HTTPJSONHandler, one emit (one POST) per stored row."""
     from reframe.core.logging import HTTPJSONHandler
-    from config.results import azure_logs, records
+    from config.results.azure import ingestion
+    from config.results.rows import schema as row_schema
     handler = HTTPJSONHandler(
-        azure_logs.ingestion_url(**azure_logs.settings()),
+        ingestion.ingestion_url(**ingestion.settings()),
         json_formatter=lambda record, extras, ignore: json.dumps(
             [record.row]),
-        authorization_header=azure_logs.bearer_header)
-    rows = [records.make_row({'record_id': f'stock-{i}'})
+        authorization_header=ingestion.bearer_header)
+    rows = [row_schema.make_row({'record_id': f'stock-{i}'})
             for i in range(sample)]
     start = time.monotonic()
     for row in rows:

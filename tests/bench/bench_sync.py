@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from config.results import store
+from config.results.store import files as store
 from tests.bench import fleet_store
 from tests.bench.bench_queries import (CLI, compiled_as_set_up, load_line,
                                        run_one)

@@ -21,7 +21,7 @@ import os
 import random
 from pathlib import Path
 
-from config.results import records
+from config.results.rows import schema as row_schema
 
 HCAS = [f'mlx5_ib{i}' for i in range(8)]
 
@@ -75,7 +75,7 @@ DUPLICATED_SHARE = 0.001
 
 
 def _base(cluster, partition, sku) -> dict:
-    return {'facility': 'reframe', 'data_version': records.DATA_VERSION,
+    return {'facility': 'reframe', 'data_version': row_schema.DATA_VERSION,
             'cluster': cluster, 'check_system': 'azure',
             'check_partition': partition, 'check_environ': 'builtin',
             'vm_sku': sku, 'hostname': 'login-1', 'osuser': 'hpcadmin',
@@ -110,7 +110,7 @@ def session_rows(day: int, cluster_index: int, target: int,
                     if failed:
                         value *= 0.85
                     extra = f' %size={size}' if size else ''
-                    rows.append(records.make_row({
+                    rows.append(row_schema.make_row({
                         **base, 'TimeGenerated': stamp,
                         'check_job_completion_time': stamp,
                         'record_id': f'{session}-{len(rows):07d}',

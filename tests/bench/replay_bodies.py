@@ -23,7 +23,7 @@ from pathlib import Path
 def main(argv=None) -> int:
     started = time.monotonic()
     directory, uploads = (argv or sys.argv[1:])[:2]
-    from config.results import backlog, shipping
+    from config.results.azure import sync as backlog, shipping
     transport = backlog.default_transport()
     bodies = queue.Queue()
     for path in sorted(Path(directory).iterdir()):

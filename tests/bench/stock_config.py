@@ -5,15 +5,17 @@ baseline; not for real use)."""
 import json
 
 from config import config as project
-from config.results import azure_logs, perflog, records
-from config.results.live_push import HANDLER_TYPE
+from config.results.azure import ingestion
+from config.results.handlers import store_handler
+from config.results.rows import builder
+from config.results.azure.live_push import HANDLER_TYPE
 
 
 def one_row_per_post(record, extras, ignore_keys):
-    if records.is_dry_run(record):
+    if builder.is_dry_run(record):
         return None
-    return json.dumps([records.row_from_log_record(record,
-                                                   perflog.SESSION_ID)])
+    return json.dumps([builder.row_from_log_record(record,
+                                                   store_handler.SESSION_ID)])
 
 
 def _stock(handler: dict) -> dict:
@@ -21,7 +23,7 @@ def _stock(handler: dict) -> dict:
         return handler
     return {'type': 'httpjson', 'url': handler['url'], 'level': 'info',
             'json_formatter': one_row_per_post,
-            'authorization_header': azure_logs.bearer_header,
+            'authorization_header': ingestion.bearer_header,
             'backoff_intervals': [1, 2, 4, 8, 15], 'retry_timeout': 60}
 
 

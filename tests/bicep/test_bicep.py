@@ -190,7 +190,7 @@ def test_data_flow_goes_from_the_stream_to_the_custom_table():
 
 
 def test_table_stream_and_python_rows_have_the_same_columns():
-    from config.results.records import column_names
+    from config.results.rows.schema import column_names
     table = table_columns()
     stream = stream_declarations()['Custom-ReFrameResults_CL']['columns']
     assert [c['name'] for c in table] == [c['name'] for c in stream] == \

@@ -11,7 +11,7 @@ import time
 
 from checks.storage.ior import (FILE_SYSTEM_FILE, file_system_command,
                                 file_system_of)
-from config.results import records
+from config.results.rows import schema as row_schema
 from tests.support.helpers import (REPO, STANDINS, benchmark_rows, run_reframe,
                                    stored_rows)
 
@@ -86,5 +86,5 @@ def test_ior_on_sandbox_slurm(partition, slurm_sandbox, fake_azure,
         assert len(rows[0]['check_job_nodelist']) == 2
     shipped = {row['record_id'] for row in fake_azure.rows}
     assert shipped == {row['record_id'] for row in stored}
-    assert all(set(row) == set(records.column_names())
+    assert all(set(row) == set(row_schema.column_names())
                for row in fake_azure.rows)

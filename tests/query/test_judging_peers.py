@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from config.results import records, store
+from config.results.rows import schema as row_schema
+from config.results.store import files as store
 from scripts.judging import peers
 from scripts.query import library
 from scripts.query.runner import Runner
@@ -159,7 +160,7 @@ def test_python_and_kql_agree_on_the_realistic_store(realistic):
 def acceptance_rows(nodes, values, session='acc-1', metric='triad_bw',
                     unit='MB/s'):
     when = dt.datetime(2026, 11, 30, 2, 0, tzinfo=dt.timezone.utc)
-    return [records.make_row({
+    return [row_schema.make_row({
         'TimeGenerated': when.isoformat(), 'record_id': f'{session}-{node}',
         'session_id': session, 'facility': 'reframe', 'cluster': 'sandbox',
         'check_system': 'sandbox', 'check_partition': 'hbv4',

@@ -13,7 +13,7 @@ import time
 import duckdb
 import pytest
 
-from config.results import records
+from config.results.rows import schema as row_schema
 from scripts.query import json_lines, local, parquet_cache
 from tests.support import query_store
 from tests.support.helpers import REPO
@@ -128,17 +128,17 @@ def test_nan_and_infinity_read_as_null_warm(home, monkeypatch):
 def test_a_new_schema_column_invalidates_every_entry(home, tmp_path):
     stored(home)
     old = entries(home)
-    schema = copy.deepcopy(records.schema())   # the cached one stays as is
+    schema = copy.deepcopy(row_schema.schema())   # the cached one stays as is
     schema['columns'].append({'name': 'cache_probe', 'type': 'string'})
     changed = tmp_path / 'results_schema.json'
     changed.write_text(json.dumps(schema))
-    shipped, records.SCHEMA_FILE = records.SCHEMA_FILE, changed
-    records.schema.cache_clear()
+    shipped, row_schema.SCHEMA_FILE = row_schema.SCHEMA_FILE, changed
+    row_schema.schema.cache_clear()
     try:
         con = local.connect(home / 'results')
     finally:
-        records.SCHEMA_FILE = shipped
-        records.schema.cache_clear()
+        row_schema.SCHEMA_FILE = shipped
+        row_schema.schema.cache_clear()
     columns = [c[0] for c in con.execute(
         'DESCRIBE "ReFrameResults_CL"').fetchall()]
     assert 'cache_probe' in columns
@@ -235,7 +235,7 @@ def test_lines_read_a_file_at_a_time_are_those_read_at_once(home):
     append(first, a_row(first, record_id='torn')[:40])
     append(second, '{"not": "a row"\n')
     files = [str(path) for path in session_files(home)]
-    columns = records.schema()['columns']
+    columns = row_schema.schema()['columns']
     held = []
     for batch_bytes in (2**40, 1):
         con = duckdb.connect()
@@ -276,7 +276,7 @@ def test_only_a_damaged_file_is_read_again_to_name_its_lines(
     """A file with a torn line among many good ones: the note names its
     line through the store's reader, and that file is the only one the
     reader opens, cold, warm, and while the file is still being written."""
-    from config.results import store
+    from config.results.store import files as store
     from scripts.query.runner import Runner
     query_store.build(tmp_path, days=6)
     query_store.settle(tmp_path)

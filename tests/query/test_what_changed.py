@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from config.results import records
+from config.results.rows import schema as row_schema
 from scripts.query.runner import Runner
 from tests.support import query_store
 
@@ -20,7 +20,7 @@ def _nccl(node: str, index: int, driver: str, value: float) -> dict:
         'check_job_completion_time': (GROWN_AT + dt.timedelta(
             minutes=index)).isoformat(),
         'record_id': f'nccl-grown-{node}', 'session_id': 'grown-westeu',
-        'facility': 'reframe', 'data_version': records.DATA_VERSION,
+        'facility': 'reframe', 'data_version': row_schema.DATA_VERSION,
         'cluster': 'prod-westeu', 'check_system': 'azure',
         'check_partition': 'ndv5', 'vm_sku': query_store.ND_SKU,
         'check_name': f'NcclSingleNode_{index}',
@@ -37,7 +37,7 @@ def _new_vm_on_the_bad_host() -> dict:
     return {
         'TimeGenerated': GROWN_AT.isoformat(),
         'record_id': 'stream-grown-hb-6', 'session_id': 'grown-eastus',
-        'facility': 'reframe', 'data_version': records.DATA_VERSION,
+        'facility': 'reframe', 'data_version': row_schema.DATA_VERSION,
         'cluster': 'prod-eastus', 'check_system': 'azure',
         'check_partition': 'hbv4', 'vm_sku': query_store.HB_SKU,
         'check_name': 'StreamCheck_6', 'check_display_name': 'StreamCheck',
@@ -62,7 +62,7 @@ def grown(tmp_path_factory):
              'check_perf_ref': 0.0, 'check_perf_lower_thres': None,
              'check_perf_upper_thres': 0.0}]
     path = home / 'results' / f'{GROWN_AT:%Y-%m-%d}' / 'grown.jsonl'
-    path.write_text(''.join(json.dumps(records.make_row(row)) + '\n'
+    path.write_text(''.join(json.dumps(row_schema.make_row(row)) + '\n'
                             for row in rows))
     return Runner(results_dir=home / 'results', now=query_store.NOW)
 

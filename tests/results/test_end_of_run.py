@@ -5,7 +5,7 @@ import json
 import os
 import re
 
-from config.results import sessions
+from config.results.store import sessions
 from tests.support.helpers import (REPO, STANDINS, run_reframe, stored_rows,
                                    suite_env)
 

@@ -7,13 +7,14 @@ import math
 import pytest
 from reframe.core.exceptions import LoggingError
 
-from config.results import azure_logs, records
+from config.results.azure import ingestion
+from config.results.rows import builder, schema as row_schema
 from tests.support.perf_records import perf_record
 
 
 def test_every_row_has_exactly_the_schema_columns():
-    row = records.row_from_log_record(perf_record(), 'session-1')
-    assert list(row) == records.column_names()
+    row = builder.row_from_log_record(perf_record(), 'session-1')
+    assert list(row) == row_schema.column_names()
     assert row['check_perf_value'] == 512.5
     assert row['check_perf_ref'] == 500.0
     assert row['check_job_nodelist'] == ['hbv4-1', 'hbv4-2']
@@ -26,12 +27,12 @@ def test_every_row_has_exactly_the_schema_columns():
 
 def test_cluster_name_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv('CLUSTERPROOF_CLUSTER', 'prod-eastus')
-    row = records.row_from_log_record(perf_record(), 's')
+    row = builder.row_from_log_record(perf_record(), 's')
     assert row['cluster'] == 'prod-eastus'
 
 
 def test_values_are_json_safe_and_typed():
-    row = records.row_from_log_record(perf_record(
+    row = builder.row_from_log_record(perf_record(
         check_perf_value=math.nan, check_perf_ref=math.inf,
         check_num_tasks='8', check_jobid=1234), 's')
     assert row['check_perf_value'] is None
@@ -41,7 +42,7 @@ def test_values_are_json_safe_and_typed():
 
 
 def test_a_value_without_reference_has_no_verdict():
-    row = records.row_from_log_record(perf_record(
+    row = builder.row_from_log_record(perf_record(
         check_perf_ref=0, check_perf_lower_thres=None,
         check_perf_upper_thres=None, check_perf_result='pass'), 's')
     assert row['check_perf_result'] == 'no_reference'
@@ -49,12 +50,12 @@ def test_a_value_without_reference_has_no_verdict():
 
 def test_a_failed_case_without_reference_has_no_reference_value():
     # sanity failed: no result, ReFrame's placeholder reference 0
-    row = records.row_from_log_record(perf_record(
+    row = builder.row_from_log_record(perf_record(
         check_perf_value=None, check_perf_ref=0, check_perf_lower_thres=None,
         check_perf_upper_thres=None, check_perf_result=None), 's')
     assert row['check_perf_ref'] is None
     # a failed case with a reference keeps it
-    row = records.row_from_log_record(perf_record(
+    row = builder.row_from_log_record(perf_record(
         check_perf_value=None, check_perf_ref=500,
         check_perf_lower_thres=-0.1, check_perf_upper_thres=None,
         check_perf_result=None), 's')
@@ -63,13 +64,13 @@ def test_a_failed_case_without_reference_has_no_reference_value():
 
 def test_each_handler_sends_the_same_row():
     record = perf_record()
-    first = records.row_from_log_record(record, 's')
-    again = records.row_from_log_record(record, 's')
+    first = builder.row_from_log_record(record, 's')
+    again = builder.row_from_log_record(record, 's')
     assert first is again and first['record_id']
 
 
 def test_formatter_sends_a_one_element_array():
-    format_record = azure_logs.make_formatter('s')
+    format_record = ingestion.make_formatter('s')
     body = json.loads(format_record(perf_record(), {}, set()))
     assert isinstance(body, list) and len(body) == 1
     assert body[0]['check_perf_var'] == 'write_bandwidth_mib'
@@ -81,30 +82,30 @@ def test_formatter_drops_dry_run_records():
             return True
     record = perf_record(__rfm_check__=DryRunCheck(), check_jobid=None,
                          check_perf_value=None)
-    assert azure_logs.make_formatter('s')(record, {}, set()) is None
+    assert ingestion.make_formatter('s')(record, {}, set()) is None
 
 
 def test_formatter_raises_only_logging_error(monkeypatch):
     def broken(record, session_id):
         raise KeyError('boom')
-    monkeypatch.setattr(records, 'rows_of_test', broken)
+    monkeypatch.setattr(builder, 'rows_of_test', broken)
     with pytest.raises(LoggingError):
-        azure_logs.make_formatter('s')(perf_record(), {}, set())
+        ingestion.make_formatter('s')(perf_record(), {}, set())
 
 
 def test_token_failure_is_a_logging_error(monkeypatch):
     class NoCredential:
         def get_token(self, *scopes):
             raise RuntimeError('no identity here')
-    monkeypatch.setattr(azure_logs, '_credential', NoCredential())
+    monkeypatch.setattr(ingestion, '_credential', NoCredential())
     with pytest.raises(LoggingError, match='no Azure token'):
-        azure_logs.bearer_header()
+        ingestion.bearer_header()
 
 
 def test_no_azure_handler_without_settings(monkeypatch):
     monkeypatch.delenv('DATA_COLLECTION_ENDPOINT', raising=False)
     monkeypatch.delenv('LOGS_DCR_RULE_ID', raising=False)
-    assert azure_logs.handler_config('s') is None
+    assert ingestion.handler_config('s') is None
 
 
 def test_ingestion_url_follows_the_api(monkeypatch):
@@ -112,24 +113,24 @@ def test_ingestion_url_follows_the_api(monkeypatch):
                        'https://dce-x.eastus-1.ingest.monitor.azure.com/')
     monkeypatch.setenv('LOGS_DCR_RULE_ID', 'dcr-' + 'ab12' * 8)
     monkeypatch.delenv('LOGS_DCR_STREAM_NAME', raising=False)
-    config = azure_logs.handler_config('s')
+    config = ingestion.handler_config('s')
     assert config['type'] == 'clusterproof_httpjson'
     assert config['url'] == (
         'https://dce-x.eastus-1.ingest.monitor.azure.com/dataCollectionRules/'
         'dcr-ab12ab12ab12ab12ab12ab12ab12ab12/streams/'
         'Custom-ReFrameResults_CL?api-version=2023-01-01')
-    assert config['authorization_header'] is azure_logs.bearer_header
+    assert config['authorization_header'] is ingestion.bearer_header
 
 
 def test_a_published_value_without_thresholds_is_informational():
-    row = records.row_from_log_record(perf_record(
+    row = builder.row_from_log_record(perf_record(
         check_perf_ref=6600000, check_perf_lower_thres=None,
         check_perf_upper_thres=None, check_perf_result='pass'), 's')
     assert row['check_perf_result'] == 'informational'
 
 
 def test_a_failed_verdict_is_kept():
-    row = records.row_from_log_record(perf_record(
+    row = builder.row_from_log_record(perf_record(
         check_perf_ref=665500, check_perf_lower_thres=0.0,
         check_perf_upper_thres=None, check_perf_result='fail'), 's')
     assert row['check_perf_result'] == 'fail'
@@ -155,7 +156,7 @@ def test_a_per_device_variable_becomes_metric_device_and_peak():
     record = perf_record(check_perf_var='bw_avg_mlx5_ib1',
                          check_perf_value=120.5, check_perf_unit='Gb/s')
     record.__dict__['__rfm_check__'] = FakeCheck()
-    rows = records.rows_of_test(record, 's')
+    rows = builder.rows_of_test(record, 's')
     assert {(r['check_perf_var'], r['device'], r['check_perf_value'])
             for r in rows} == {('bw_avg', 'mlx5_ib0', 390.1),
                                ('bw_avg', 'mlx5_ib1', 120.5)}
@@ -165,7 +166,7 @@ def test_a_per_device_variable_becomes_metric_device_and_peak():
     assert {r['reference_key'] for r in rows} == {
         'bw_avg|ND96isr_H100_v5|qps=1|1n|-'}
     # the row of the record's own variable is the one sent for it
-    row = records.row_from_log_record(record, 's')
+    row = builder.row_from_log_record(record, 's')
     assert (row['device'], row['check_perf_value']) == ('mlx5_ib1', 120.5)
 
 
@@ -196,7 +197,7 @@ def test_a_per_gpu_variable_carries_the_gpus_index_bus_id_and_serial():
     record = perf_record(check_perf_var='links_up_gpu4',
                          check_perf_value=17, check_perf_unit='links')
     record.__dict__['__rfm_check__'] = FakeCheck()
-    rows = records.rows_of_test(record, 's')
+    rows = builder.rows_of_test(record, 's')
     found = {(r['facility'], r['check_perf_var'], r['device'],
               r['gpu_index'], r['gpu_bus_id'], r['gpu_serial'])
              for r in rows}
@@ -204,12 +205,12 @@ def test_a_per_gpu_variable_carries_the_gpus_index_bus_id_and_serial():
         ('reframe', 'links_up', 'gpu4', 4, '00000005:00:00.0',
          '1654922009876'),
         ('reframe', 'links_up', 'gpu5', 5, '00000006:00:00.0', None),
-        (records.HEALTH_FACILITY, 'health', 'gpu4', 4, '00000005:00:00.0',
+        (row_schema.HEALTH_FACILITY, 'health', 'gpu4', 4, '00000005:00:00.0',
          '1654922009876')}
-    assert {r['data_version'] for r in rows} == {records.DATA_VERSION}
+    assert {r['data_version'] for r in rows} == {row_schema.DATA_VERSION}
 
 
 def test_a_row_about_no_gpu_has_empty_gpu_columns():
-    row = records.row_from_log_record(perf_record(), 's')
+    row = builder.row_from_log_record(perf_record(), 's')
     assert (row['gpu_index'], row['gpu_bus_id'], row['gpu_serial']) == \
         (None, None, None)

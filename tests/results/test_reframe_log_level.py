@@ -1,7 +1,7 @@
 """ReFrame's own log file: 'verbose' by default (each record it logs costs
 ReFrame a walk of the whole stack, tests/bench/README.md, "Acceptance at scale"), the
 full debug log on request."""
-from config.results import perflog
+from config.results.handlers import reframe_logging
 
 
 def levels(config):
@@ -13,7 +13,7 @@ def levels(config):
 def test_the_reframe_log_is_verbose_unless_asked_for_debug(tmp_path,
                                                             monkeypatch):
     monkeypatch.setenv('CLUSTERPROOF_HOME', str(tmp_path))
-    monkeypatch.delenv(perflog.LOG_LEVEL_VARIABLE, raising=False)
-    assert levels(perflog.logging_config()) == ('verbose', ['verbose'])
-    monkeypatch.setenv(perflog.LOG_LEVEL_VARIABLE, 'debug')
-    assert levels(perflog.logging_config()) == ('debug', ['debug'])
+    monkeypatch.delenv(reframe_logging.LOG_LEVEL_VARIABLE, raising=False)
+    assert levels(reframe_logging.logging_config()) == ('verbose', ['verbose'])
+    monkeypatch.setenv(reframe_logging.LOG_LEVEL_VARIABLE, 'debug')
+    assert levels(reframe_logging.logging_config()) == ('debug', ['debug'])

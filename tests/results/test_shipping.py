@@ -8,11 +8,12 @@ import sys
 
 import pytest
 
-from config.results import ledger, records, shipping
+from config.results.azure import ledger, shipping
+from config.results.rows import schema as row_schema
 
 
 def rows(count, padding=0):
-    return [records.make_row({'record_id': f'r{i:06d}',
+    return [row_schema.make_row({'record_id': f'r{i:06d}',
                               'check_fail_reason': 'x' * padding or None})
             for i in range(count)]
 

@@ -2,7 +2,7 @@
 writer may have been cut mid-line."""
 import json
 
-from config.results import store
+from config.results.store import files as store
 
 
 def test_rows_come_back_in_order_and_a_torn_line_is_skipped(tmp_path):

@@ -12,7 +12,10 @@ import sys
 
 import pytest
 
-from config.results import ledger, records, settings, store
+from config.results.azure import ledger
+from config.results.rows import schema as row_schema
+from config.results import settings
+from config.results.store import files as store
 from scripts.cli import main as cli
 from tests.support.helpers import DATA, REPO
 from tests.support.reporting_helpers import (run_sync, session_env,
@@ -28,7 +31,7 @@ def clusterproof(env, *args, timeout=60):
 
 
 def row(record_id, **more):
-    return records.make_row({'record_id': record_id, 'check_name': 'T',
+    return row_schema.make_row({'record_id': record_id, 'check_name': 'T',
                              'TimeGenerated': '2026-11-30T01:00:00+00:00',
                              'check_perf_var': 'm', 'check_perf_value': 1.5,
                              **more})
@@ -300,10 +303,10 @@ def test_sync_spans_out_of_range_are_usage_errors(args, capsys):
 
 def test_acceptance_counts_results_the_store_could_not_keep(tmp_path,
                                                            monkeypatch):
-    from config.results import perflog
+    from config.results.handlers import store_handler
     from scripts.acceptance import session
     monkeypatch.setenv('CLUSTERPROOF_HOME', str(tmp_path))
-    handler = perflog.StoreHandler('20261130T010203Z-cccccccc',
+    handler = store_handler.StoreHandler('20261130T010203Z-cccccccc',
                                    tmp_path / 'perflogs')
     handler.custody.keep([row('a'), row('b')])
     line = handler.unstored_line(list(handler.custody.unstored))

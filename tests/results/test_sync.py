@@ -4,7 +4,9 @@ azure-monitor-query clients."""
 import collections
 import re
 
-from config.results import ledger
+from config.results.azure import ledger
+from config.results.rows import schema as row_schema
+from config.results.store import files as store
 from scripts.cli import main as cli
 from tests.support.reporting_helpers import (assert_no_token, run_sync,
                                              session_env, shipped_ids,

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from config.results import (backlog, ledger, records, shipping, store,
-                            written_form)
+from config.results.azure import sync as backlog, ledger, shipping
+from config.results.rows import schema as row_schema
+from config.results.store import files as store, written_form
 from tests.support.reporting_helpers import store_session
 
 
@@ -49,7 +50,7 @@ def stored_backlog(tmp_path, monkeypatch, sessions=3, rows=400):
         session = store.SessionFile(f'20261130T010203Z-{serial:08x}',
                                     tmp_path / 'results')
         stamp = '2026-11-30T01:00:00+00:00'
-        session.append_rows([records.make_row({
+        session.append_rows([row_schema.make_row({
             'record_id': f'{session.session_id}-{index:05d}',
             'session_id': session.session_id, 'TimeGenerated': stamp,
             'check_job_completion_time': stamp, 'check_name': 'Stored',

@@ -1,4 +1,4 @@
-"""`sync`'s fast path (config/results/written_form.py): a line in the store
+"""`sync`'s fast path (config/results/store/written_form.py): a line in the store
 writer's own form is shipped without being decoded; every other line goes
 through the store's reader exactly as before: torn and foreign lines skipped
 with a warning, NaN and infinities sent as null, wrong types nulled, numeric
@@ -11,7 +11,9 @@ import random
 
 import pytest
 
-from config.results import ledger, records, store, written_form
+from config.results.azure import ledger
+from config.results.rows import schema as row_schema
+from config.results.store import files as store, written_form
 from tests.support.reporting_helpers import (run_sync, session_env,
                                              store_session)
 
@@ -19,7 +21,7 @@ STAMP = '2026-11-30T01:00:00+00:00'
 
 
 def row(record_id, **more):
-    return records.make_row({
+    return row_schema.make_row({
         'record_id': record_id, 'TimeGenerated': STAMP,
         'check_job_completion_time': STAMP, 'check_name': 'T',
         'check_perf_var': 'm', 'check_perf_value': 1.5, **more})
@@ -214,7 +216,7 @@ def test_the_benchmarks_endpoint_checks_what_it_holds(tmp_path, monkeypatch):
     objects fails there."""
     import gzip
 
-    from config.results import backlog, shipping
+    from config.results.azure import sync as backlog, shipping
     from tests.support.loopback_azure import FakeAzure, make_certificate
     fake = FakeAzure(hold_bodies=True, keep_alive=True)
     fake.cert, fake.key = make_certificate(tmp_path)

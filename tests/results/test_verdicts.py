@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-from config.results import records
+from config.results.rows import builder
 
 TARGET = 'azure:hbv4'
 NODE = 'hbv4-1'
@@ -87,7 +87,7 @@ def judged_row(stage, verdict=None, notes=None, reasons=(),
         'check_fail_reason': reason, 'check_job_nodelist': [NODE],
         '__rfm_check__': StandInCheck(stage, verdict, notes or {}, reasons,
                                       differences or {})})
-    return records.row_from_log_record(record, 'session-1')
+    return builder.row_from_log_record(record, 'session-1')
 
 
 def joined(*parts):
@@ -267,7 +267,7 @@ def test_a_batch_case_judges_each_node_as_its_own_case():
         'check_perf_upper_thres': None, 'check_perf_result': 'pass',
         'check_result': 'fail', 'check_fail_reason': PUBLISHED_REASON,
         '__rfm_check__': StandInBatch()})
-    rows = records.rows_of_test(record, 'session-1')
+    rows = builder.rows_of_test(record, 'session-1')
     found = {(r['facility'], r['check_perf_var'],
               tuple(r['check_job_nodelist'])):
              (r['check_perf_result'], r['verdict_basis'], r['check_result'],

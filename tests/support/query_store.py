@@ -25,7 +25,7 @@ import json
 import os
 from pathlib import Path
 
-from config.results import records
+from config.results.rows import schema as row_schema
 
 NOW = dt.datetime(2026, 11, 20, 12, 0, tzinfo=dt.timezone.utc)
 DAYS = 7
@@ -42,11 +42,11 @@ def _row(session: str, when: dt.datetime, **values) -> dict:
     base = {
         'TimeGenerated': stamp, 'check_job_completion_time': stamp,
         'session_id': session, 'facility': 'reframe',
-        'data_version': records.DATA_VERSION, 'check_environ': 'builtin',
+        'data_version': row_schema.DATA_VERSION, 'check_environ': 'builtin',
         'check_result': 'pass', 'hostname': 'login-1', 'osuser': 'hpcadmin',
         'reframe_version': '4.10.4', 'check_tags': ['acceptance'],
     }
-    return records.make_row({**base, **values})
+    return row_schema.make_row({**base, **values})
 
 
 def _eastus(day: int, when: dt.datetime, session: str,

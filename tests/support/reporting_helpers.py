@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from config.results import records, store
+from config.results.rows import schema as row_schema
+from config.results.store import files as store
 from tests.support.helpers import REPO, run_reframe, stored_rows, suite_env
 
 SYNTHETIC = 'tests/support/reframe_checks/synthetic_perf.py'
@@ -70,7 +71,7 @@ def store_session(home, rows=3, day='20261130', completion=True,
     stamp = dt.datetime.strptime(day, '%Y%m%d').replace(
         hour=1, tzinfo=dt.timezone.utc).isoformat()
     for index in range(rows):
-        session.append(records.make_row({
+        session.append(row_schema.make_row({
             'record_id': f'{session.session_id}-{index:05d}',
             'session_id': session.session_id,
             'TimeGenerated': stamp,

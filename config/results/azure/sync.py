@@ -5,7 +5,7 @@ The backlog is every stored row whose record_id is in no ledger, from
 sessions that are over (a running session's live push holds its lock and
 ships it itself). Rows go out through azure-monitor-ingestion's
 LogsIngestionClient, in the bodies and with the retries of
-config/results/shipping.py, and each accepted call is written to the ledger of the
+config/results/azure/shipping.py, and each accepted call is written to the ledger of the
 sessions its rows came from before the next call: an interrupted sync
 resumes without loss and without sending anything twice.
 """
@@ -24,7 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ledger, shipping, store, written_form
+from . import ledger, shipping
+from ..store import files as store, written_form
 
 MAX_ATTEMPTS = 6           # calls per body before it is left for next time
 MAX_RETRY_SECONDS = 300
@@ -296,7 +297,7 @@ def find_backlog(session: str | None = None,
 class SdkTransport:
     """One body per call through LogsIngestionClient (azure-core adds its
     own retries of 500/503/504 and honours Retry-After); every failure it
-    gives up on becomes an Outcome for config/results/shipping.py's retries."""
+    gives up on becomes an Outcome for config/results/azure/shipping.py's retries."""
 
     def __init__(self, settings: dict, credential):
         from azure.monitor.ingestion import LogsIngestionClient
@@ -499,5 +500,5 @@ def sync_lock() -> ledger.FileLock:
 
 
 def default_transport() -> SdkTransport:
-    from . import azure_logs
-    return SdkTransport(azure_logs.settings(), azure_logs.credential())
+    from . import ingestion
+    return SdkTransport(ingestion.settings(), ingestion.credential())

@@ -1,5 +1,5 @@
 """Batching, retries and the ledger: the one piece of code the live push
-(config/results/live_push.py) and ``clusterproof sync`` (config/results/backlog.py) share.
+(config/results/azure/live_push.py) and ``clusterproof sync`` (config/results/azure/sync.py) share.
 
 A transport posts one body and answers an Outcome; ``Delivery.ship`` turns
 the rows into bodies under the API's 1 MB limit, retries what is worth
@@ -22,7 +22,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
-from . import batching
+from .. import batching
 
 # The Logs Ingestion API takes at most 1 MB per call, "both compressed and
 # uncompressed data" (https://learn.microsoft.com/azure/azure-monitor/

@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from . import store
+from . import files as store
 
 MAP_FILE = 'sessions.jsonl'
 

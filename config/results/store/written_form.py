@@ -1,7 +1,7 @@
 """The exact form the store's writer gives a row of the current schema, so
 that `clusterproof sync` can ship such a line without decoding it.
 
-store.encode_rows writes ``json.dumps(records.make_row(...),
+store.encode_rows writes ``json.dumps(row_schema.make_row(...),
 separators=(',', ':'), allow_nan=False)``: every schema column, in schema
 order, ASCII only, no spaces. One regular expression, built from the schema,
 matches a line only when it is that form with every value of its column's
@@ -57,9 +57,9 @@ _CAPTURED = {'record_id': b'id', 'check_job_completion_time': b'done'}
 
 @functools.cache
 def _form() -> re.Pattern:
-    from . import records
+    from ..rows import schema as row_schema
     parts = []
-    for name, kind in records.column_types().items():
+    for name, kind in row_schema.column_types().items():
         value = rb'(?:null|' + (_VALUES.get(kind) or _nested(
             _DEPTH.get(name, 1))) + rb')'
         group = _CAPTURED.get(name)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-from . import azure_logs, backlog, ledger, shipping, store
+from . import ingestion, sync as backlog, ledger, shipping
+from ..store import files as store
 
 TABLE = 'ReFrameResults_CL'
 IDS_PER_QUERY = 500
@@ -142,5 +143,5 @@ class Workspace:
 
 
 def default_workspace() -> Workspace:
-    return Workspace(azure_logs.workspace_settings(),
-                     azure_logs.credential())
+    return Workspace(ingestion.workspace_settings(),
+                     ingestion.credential())

@@ -346,9 +346,9 @@ _TYPES = {'real': (int, float), 'int': (int,), 'long': (int,),
 
 @functools.cache
 def _typed_columns() -> dict[str, tuple[tuple, str]]:
-    from . import records
+    from ..rows import schema as row_schema
     return {name: (_TYPES[kind], kind)
-            for name, kind in records.column_types().items()
+            for name, kind in row_schema.column_types().items()
             if kind in _TYPES}
 
 

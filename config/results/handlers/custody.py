@@ -1,8 +1,8 @@
 """Who holds each row of a ReFrame session while the store cannot write.
 
-The store handler (config/results/perflog.py) keeps the rows it could not
+The store handler (config/results/handlers/store_handler.py) keeps the rows it could not
 write here and tries them again at every record and at session end. The
-live push (config/results/live_push.py) ships such a row even when the
+live push (config/results/azure/live_push.py) ships such a row even when the
 ledger cannot be written, since Log Analytics then holds its only copy (no
 `sync` can send it again: it is in no store file), and says so here; a row
 the store writes later, after the live push shipped it, goes into the

@@ -1,5 +1,5 @@
 """Settings of Azure Monitor's Logs Ingestion API and the live push's
-perflog handler (config/results/live_push.py).
+perflog handler (config/results/azure/live_push.py).
 
 Enabled when DATA_COLLECTION_ENDPOINT and LOGS_DCR_RULE_ID are set. Every
 callable ReFrame calls here raises nothing but LoggingError: any other
@@ -16,8 +16,9 @@ import re
 import sys
 import urllib.parse
 
-from . import records, shipping
-from . import settings as settings_of
+from ..rows import builder
+from . import shipping
+from .. import settings as settings_of
 
 # ReFrame (LoggingError, live_push's handler) is imported where the live
 # push needs it: sync, query and acceptance read these settings without
@@ -131,10 +132,10 @@ def make_formatter(session_id: str):
         """At a test's first record, the JSON array of all its rows (the
         API drops a bare object); None for its other records."""
         try:
-            if records.is_dry_run(record):
+            if builder.is_dry_run(record):
                 return None
             rows = [shipping.with_completion_time(row) for row in
-                    records.rows_of_test(record, session_id)
+                    builder.rows_of_test(record, session_id)
                     if row['record_id'] not in formatted]
             if not rows:
                 return None

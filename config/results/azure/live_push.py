@@ -5,7 +5,7 @@ slows a run and loses nothing.
 configuration keys (url, json_formatter, authorization_header,
 extra_headers, backoff_intervals, retry_timeout, debug), changed where it
 hurt: the rows of a test go out together as one JSON array; records go onto
-a bounded queue that a background thread ships (config/results/shipping.py), so the
+a bounded queue that a background thread ships (config/results/azure/shipping.py), so the
 ReFrame main loop never waits on the network; the endpoint being down at
 start does not remove the handler; accepted rows go to the session's ledger;
 and at session end it flushes for a bounded time (``flush_timeout``) and
@@ -16,7 +16,7 @@ Nothing the store holds is sent while the ledger cannot be written, and a
 ledger write that fails stops that at once (the 204 of that one call is
 lost: sync sends its rows again) until the ledger takes the lost ids. A row
 the store could not write is shipped all the same: Log Analytics then holds
-its only copy (config/results/custody.py).
+its only copy (config/results/handlers/custody.py).
 """
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ import requests
 from reframe.core.logging import (HTTPJSONHandler, getlogger,
                                   register_log_handler)
 
-from . import custody, ledger, shipping, store
+from ..handlers import custody
+from . import ledger, shipping
+from ..store import files as store
 
 HANDLER_TYPE = 'clusterproof_httpjson'
 DEFAULT_FLUSH_TIMEOUT = 30.0

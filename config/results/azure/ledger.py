@@ -19,7 +19,7 @@ import os
 import time
 from pathlib import Path
 
-from . import store
+from ..store import files as store
 
 LEDGER_SUFFIX = '.shipped'
 LOCK_SUFFIX = '.lock'

@@ -1,5 +1,5 @@
-"""ReFrame logging: console, a log file, human perflogs, the local store and,
-when configured, Azure Log Analytics."""
+"""The store handler: the first perflog handler, which keeps every row on
+local disk before anything goes over the network."""
 from __future__ import annotations
 
 import logging
@@ -9,7 +9,10 @@ import time
 
 from reframe.core.logging import register_log_handler
 
-from . import azure_logs, custody, ledger, records, sessions, store
+from ..azure import ledger
+from . import custody
+from ..rows import builder
+from ..store import sessions, files as store
 
 SESSION_ID = store.new_session_id()
 STORE_HANDLER = 'clusterproof_store'
@@ -17,7 +20,7 @@ STORE_HANDLER = 'clusterproof_store'
 
 class StoreHandler(logging.Handler):
     """Appends the rows of each test to this session's store file, all of
-    them at the test's first perf record (see records.rows_of_test), and says
+    them at the test's first perf record (see builder.rows_of_test), and says
     at the end where they went (ReFrame closes perflog handlers at exit).
 
     It never raises into ReFrame's handler chain (a LoggingError there would
@@ -102,9 +105,9 @@ class StoreHandler(logging.Handler):
 
     def emit(self, record):
         try:
-            if records.is_dry_run(record):
+            if builder.is_dry_run(record):
                 return
-            fresh = [row for row in records.rows_of_test(record,
+            fresh = [row for row in builder.rows_of_test(record,
                                                          self.session_id)
                      if row['record_id'] not in self._seen]
             if fresh:
@@ -159,57 +162,3 @@ class StoreHandler(logging.Handler):
 @register_log_handler(STORE_HANDLER)
 def _create_store_handler(site_config, config_prefix):
     return StoreHandler(SESSION_ID, store.home() / 'perflogs')
-
-
-#: ReFrame's log file level (CLUSTERPROOF_REFRAME_LOG_LEVEL, e.g. debug):
-#: 'verbose' by default, because ReFrame fills every record it logs with the
-#: test's attributes, its deprecated ``variables`` alias among them, and that
-#: costs a walk of the whole stack (README "Acceptance at scale"): its debug
-#: records were two thirds of a 1,000-node plan's dry run.
-LOG_LEVEL_VARIABLE = 'CLUSTERPROOF_REFRAME_LOG_LEVEL'
-DEFAULT_LOG_LEVEL = 'verbose'
-
-
-def log_level() -> str:
-    return os.environ.get(LOG_LEVEL_VARIABLE) or DEFAULT_LOG_LEVEL
-
-
-def logging_config() -> list[dict]:
-    logs = store.ensure_home('logs') / 'logs'
-    perflog_handlers = [
-        # First: the row is on disk before anything goes over the network.
-        {'type': STORE_HANDLER, 'level': 'info'},
-        {
-            'type': 'filelog',
-            'basedir': str(store.home() / 'perflogs'),
-            'prefix': '%(check_system)s/%(check_partition)s',
-            'level': 'info',
-            'format': ('%(check_job_completion_time)s|reframe %(version)s|'
-                       '%(check_info)s|jobid=%(check_jobid)s|'
-                       '%(check_perf_var)s=%(check_perf_value)s|'
-                       'ref=%(check_perf_ref)s '
-                       '(l=%(check_perf_lower_thres)s, '
-                       'u=%(check_perf_upper_thres)s)|'
-                       '%(check_perf_unit)s|%(check_result)s'),
-            'append': True,
-        },
-    ]
-    azure = azure_logs.handler_config(SESSION_ID)
-    if azure is not None:
-        perflog_handlers.append(azure)
-    return [{
-        'level': log_level(),
-        'perflog_multiline': True,
-        'handlers': [
-            {'type': 'stream', 'name': 'stdout', 'level': 'info',
-             'format': '%(message)s'},
-            # Named by the session (its id starts with the time): two
-            # sessions started in the same second keep a log each.
-            {'type': 'file', 'name': str(logs / f'reframe_{SESSION_ID}.log'),
-             'level': log_level(),
-             'format': '[%(asctime)s] %(levelname)s: %(check_info)s: '
-                       '%(message)s',
-             'append': False},
-        ],
-        'handlers_perflog': perflog_handlers,
-    }]

@@ -1,0 +1,2 @@
+"""The ReFrame perflog handlers clusterproof adds and the logging
+configuration that lists them."""
