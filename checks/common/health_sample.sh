@@ -53,6 +53,8 @@ gpu_sample() {
     printf '%s\n' "$xml"
     section nvlink
     nvidia-smi nvlink -s 2>/dev/null
+    section nvlink-errors
+    nvidia-smi nvlink -e 2>/dev/null
 }
 
 # Link flaps (systemd-networkd's 'ibN: lost carrier', as AzHC counts them)
@@ -88,9 +90,11 @@ fingerprint() {
 
 # Hyper-V's KVP pool 3 (the keys the host gives the VM, PhysicalHostName
 # among them): copied as it is, records of fixed size (checks/health/
-# fingerprint.py reads them).
+# fingerprint.py reads them). CLUSTERPROOF_KVP_POOL moves it, %n standing
+# for the node's name (scripts/guest_health/identity.py reads the same).
 kvp_copy() {
-    pool=/var/lib/hyperv/.kvp_pool_3
+    pool=$(printf '%s' "${CLUSTERPROOF_KVP_POOL:-/var/lib/hyperv/.kvp_pool_3}" \
+        | sed "s/%n/$node/g")
     [ -r "$pool" ] && cp "$pool" "$out/kvp_pool_3.$node" 2>/dev/null
 }
 

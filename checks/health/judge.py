@@ -35,6 +35,9 @@ class Finding:
     value: float | None = None
     reference: float | None = None
     source: str = ''
+    #: the GPU a finding is about: index, bus id, serial
+    #: (records.gpu_columns; acceptance names it)
+    gpu: dict | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -66,6 +69,10 @@ class Nominal:
     pcie_width: int | None = None
     pcie_gen: int | None = None
     pcie_source: str = ''
+    #: each GPU's NVLinks: how many, and each one's speed (GB/s)
+    nvlink_links: int | None = None
+    nvlink_gbps: float | None = None
+    nvlink_source: str = ''
 
 
 @dataclass
@@ -225,9 +232,58 @@ def _xids(node: _Node, device: str, what: str, xids: list[kernel_log.Xid],
     return found
 
 
+def nvlink_state(node: _Node, device: str, index: int,
+                 links: nvlink.Links, nominal: Nominal) -> list:
+    """A GPU's NVLinks against its SKU's: every link up (a link named
+    inactive, or fewer links up than the SKU has) and each link at the
+    SKU's speed; the link is named."""
+    if not links.has_status():
+        return []
+    problem = links.problem()
+    found = []
+    if problem:
+        found += node.state('gpu', device, 'nvlink_inactive',
+                            len(links.inactive) or None, 0, 'links',
+                            f'GPU {index} {problem}')
+    want = nominal.nvlink_links
+    if want and not links.all_inactive and not links.inactive and \
+            len(links.active) < want:
+        found += node.state(
+            'gpu', device, 'nvlink_links_up', len(links.active), want,
+            'links', f'GPU {index} NVLink: {len(links.active)} of {want} '
+            'links up', source=nominal.nvlink_source)
+    speed = nominal.nvlink_gbps
+    slow = sorted(link for link, gbps in links.speeds.items()
+                  if speed and gbps < speed * 0.999)
+    if slow:
+        found += node.state(
+            'gpu', device, 'nvlink_link_speed',
+            min(links.speeds[link] for link in slow), speed, 'GB/s',
+            f'GPU {index} NVLink ' + ', '.join(
+                f'{link} at {links.speeds[link]:g} GB/s' for link in slow)
+            + f', below {speed:g} GB/s', source=nominal.nvlink_source)
+    return found
+
+
+def _nvlink_errors(node: _Node, new: gpu.Gpu, old: nvlink.Links | None,
+                   links: nvlink.Links) -> list:
+    """The rise of each ``nvidia-smi nvlink -e`` counter during the test,
+    summed over the GPU's links."""
+    if old is None:
+        return []
+    before, after = old.error_totals(), links.error_totals()
+    found = []
+    for name, count in sorted(after.items()):
+        found += node.counter('gpu', new.device, f'nvlink_{name}',
+                              before.get(name), count,
+                              what=f'GPU {new.index} NVLink')
+    return found
+
+
 def _gpus(node: _Node, before: gpu.Sample, after: gpu.Sample,
           xids: list[kernel_log.Xid], links: dict[int, nvlink.Links],
-          nominal: Nominal):
+          nominal: Nominal, before_links: dict[int, nvlink.Links] = None):
+    before_links = before_links or {}
     errors = set(node.rules.get('xid_error_class', []))
     pci_ids = [g.pci for g in after.gpus]
     by_gpu: dict[int | None, list[kernel_log.Xid]] = {}
@@ -250,11 +306,11 @@ def _gpus(node: _Node, before: gpu.Sample, after: gpu.Sample,
         found += _pcie(node, new, nominal)
         found += _xids(node, new.device, f'GPU {new.index}',
                        by_gpu.get(new.index, []), errors)
-        problem = links[new.index].problem() if new.index in links else None
-        if problem:
-            found += node.state('gpu', new.device, 'nvlink_inactive',
-                                len(links[new.index].inactive) or None, 0,
-                                'links', f'GPU {new.index} {problem}')
+        if new.index in links:
+            found += nvlink_state(node, new.device, new.index,
+                                  links[new.index], nominal)
+            found += _nvlink_errors(node, new, before_links.get(new.index),
+                                    links[new.index])
         found += _gpu_events(node, old, new)
         node.summary(new.device, found, {
             'pci': new.pci, 'vbios': new.vbios,
@@ -268,9 +324,17 @@ def _gpus(node: _Node, before: gpu.Sample, after: gpu.Sample,
         node.result.findings += _xids(node, f'pci {xid.pci}',
                                       f'PCI {xid.pci}', [xid], errors)
     named = {g.device: g.identity() for g in after.gpus}
-    for row in node.result.rows:
-        if row.device in named:
-            row.gpu = named[row.device]
+    for item in node.result.rows + node.result.findings:
+        if item.device in named:
+            item.gpu = named[item.device]
+
+
+def _links(dump: Dump) -> dict[int, nvlink.Links]:
+    """Each GPU's links (nvlink -s) with its error counters (nvlink -e)."""
+    links = nvlink.parse(dump.lines('nvlink'))
+    for index, counted in nvlink.parse(dump.lines('nvlink-errors')).items():
+        links.setdefault(index, nvlink.Links()).errors = counted.errors
+    return links
 
 
 def _parsed(dump: Dump, name: str, parser, empty):
@@ -304,7 +368,7 @@ def assess(node: str, before: Dump | None, after: Dump | None, rules: dict,
                 result.not_available['gpu'] = err_new or err_old
             else:
                 _gpus(collected, gpu_old, gpu_new, kernel_log.xids(log),
-                      nvlink.parse(after.lines('nvlink')), nominal)
+                      _links(after), nominal, _links(before))
     if result.not_available:
         reason = '; '.join(f'{source}: {why}' for source, why in
                            sorted(result.not_available.items()))

@@ -1,6 +1,6 @@
 """The health rules (checks/references/health.yaml) and what a SKU should
-show: its InfiniBand line rate (peaks.yaml, perftest bw_avg) and its GPUs'
-PCIe link (health.yaml)."""
+show: its InfiniBand line rate (peaks.yaml, perftest bw_avg), its GPUs'
+PCIe link and NVLinks (health.yaml)."""
 from __future__ import annotations
 
 from ..common import references
@@ -22,8 +22,13 @@ def nominal(vm_sku: str | None) -> Nominal:
     data = load()
     pcie = references._entry_for_sku(data, sku, 'pcie') or {}
     source = pcie.get('source', '')
+    links = references._entry_for_sku(data, sku, 'nvlink') or {}
+    links_source = links.get('source', '')
     return Nominal(
         ib_rate_gbps=rate.value if rate else None,
         ib_rate_source=rate.describe() if rate else '',
         pcie_width=pcie.get('width'), pcie_gen=pcie.get('gen'),
-        pcie_source=data.get('sources', {}).get(source, source))
+        pcie_source=data.get('sources', {}).get(source, source),
+        nvlink_links=links.get('links'), nvlink_gbps=links.get('gbps'),
+        nvlink_source=data.get('sources', {}).get(links_source,
+                                                  links_source))

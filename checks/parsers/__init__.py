@@ -23,6 +23,9 @@ TOOLS = {
     'nvbandwidth': 'nvbandwidth',
     'babelstream': 'babelstream',
     'gpu-burn': 'gpu_burn',
+    'dcgmi': 'dcgmi',
+    'nvlink': 'nvlink',
+    'nvidia-smi': 'nvidia_smi',
 }
 
 

@@ -14,13 +14,13 @@ Which Slurm partition is which SKU family, first found wins:
    discovery from ``sinfo``, in memory (nothing written, no node started);
 4. every SKU family with a Slurm partition of the same name.
 """
-import os
 import re
 import socket
 
 from . import discovery, site_file
 from .azure_skus import SKUS, sku_partition
 from .modules import modules_system
+from ..results import settings
 from ..results.settings import SettingError
 
 LAUNCHER_OPTIONS = ['--mpi=pmix']
@@ -32,7 +32,7 @@ IMDS_VM_SIZE_URL = ('http://169.254.169.254/metadata/instance/compute/vmSize'
 
 
 def vm_size_url():
-    return os.environ.get('CLUSTERPROOF_IMDS_URL') or IMDS_VM_SIZE_URL
+    return settings.imds_url() or IMDS_VM_SIZE_URL
 
 
 def _from_environment(spec):
@@ -69,7 +69,7 @@ def _discovered_now():
 
 def _selected_partitions():
     """[(ReFrame partition, SKU family, Slurm partition)], by precedence."""
-    spec = os.environ.get('CLUSTERPROOF_AZURE_PARTITIONS', '').strip()
+    spec = settings.azure_partitions()
     if spec:
         return _from_environment(spec)
     return (site_file.load() or _discovered_now()
@@ -87,8 +87,7 @@ def _partition(name, family, slurm_name, scheduler):
 
 
 def _hostnames():
-    spec = os.environ.get('CLUSTERPROOF_AZURE_HOSTNAMES', r'^ccw-')
-    return [pattern.strip() for pattern in spec.split(',') if pattern.strip()]
+    return settings.azure_hostnames()
 
 
 def _system(name, scheduler, hostnames):

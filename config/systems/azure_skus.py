@@ -4,8 +4,8 @@ environment comes from Azure's recipes (nccl_recipes.py); reference values
 live in checks/references/*.yaml with their sources.
 """
 import copy
-import os
 
+from ..results import settings
 from . import sku_facts
 from .nccl_recipes import RECIPES, nccl_extras
 
@@ -54,8 +54,7 @@ def sku_partition(name, *, scheduler, launcher, access, max_jobs,
     extras = copy.deepcopy(sku['extras'])
     if name in RECIPES:
         extras.update(nccl_extras(name))
-    extras.setdefault('shared_fs', os.environ.get('CLUSTERPROOF_SHARED_FS',
-                                                  '/shared/scratch'))
+    extras.setdefault('shared_fs', settings.shared_fs())
     extras.setdefault('local_nvme', '/mnt/nvme')
     extras.update(extra_extras or {})
     partition = {

@@ -8,11 +8,11 @@ same five CPU-only nodes (sb-n1 to sb-n5, 2 cores each) on this one host.
 """
 import os
 
+from ..results import settings
 from . import sku_facts
 
 # Same default as scripts/cli/sandbox.py; `source <dir>/env` exports the variable.
-SANDBOX_DIR = os.environ.get('CLUSTERPROOF_SANDBOX_DIR') or os.path.join(
-    os.environ.get('TMPDIR') or '/tmp', 'clusterproof-sandbox')
+SANDBOX_DIR = str(settings.sandbox_dir())
 
 # Jobs run as root and both nodes are one host: Open MPI must accept root and
 # use TCP over loopback. The sandbox's TaskProlog sets the same variables for
@@ -31,6 +31,11 @@ OPEN_MPI_ENV = [
 # apply; their hardware facts do not: the nodes are this machine's)
 _SKU_OF = sku_facts.by_partition()
 CORES_PER_NODE = 2  # what scripts/cli/sandbox.py declares for each node
+# Pretend GPUs for the GPU checks' replay stand-ins (tests/standins):
+# CLUSTERPROOF_SANDBOX_GPUS=N gives ndv5 the 'gpu' feature and N GPUs per
+# node. No GRES is declared: Slurm here has no GPU to hand out.
+_GPUS = os.environ.get('CLUSTERPROOF_SANDBOX_GPUS', '')
+PRETEND_GPUS = int(_GPUS) if _GPUS.isdigit() else 0
 MEMORY_GIB = 1      # its RealMemory (1024 MB)
 
 
@@ -58,7 +63,7 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
             # MpiDefault=pmix already; stated so job scripts match Azure's.
             'launcher_options': ['--mpi=pmix'],
             # Only when set: a loopback stand-in of the metadata service.
-            'vm_size_url': os.environ.get('CLUSTERPROOF_IMDS_URL', ''),
+            'vm_size_url': settings.imds_url(),
         },
     }
 
@@ -78,3 +83,7 @@ system = {
                    'Sandbox partition ndv5 (CPU-only stand-in)'),
     ],
 }
+if PRETEND_GPUS:
+    _ndv5 = system['partitions'][-1]
+    _ndv5['features'] = ['gpu']
+    _ndv5['extras']['gpus_per_node'] = PRETEND_GPUS

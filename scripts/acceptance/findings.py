@@ -52,6 +52,8 @@ class Finding:
     kind: str = ''
     #: the device a health finding is about (an HCA port, a GPU)
     device: str | None = None
+    #: the GPU a health finding is about: index, bus id, serial
+    gpu: dict | None = None
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

@@ -1,10 +1,14 @@
-"""Health findings in acceptance (checks/common/health_sampling.py puts them
-in the run report, per node): a finding of class 'fail' (a new link_downed,
-a new DBE, an XID of the error class, a link below its rate...) makes its
-node bad with its reason, whatever the benchmark measured; every finding of
+"""Health findings in acceptance (checks/common/health_sampling.py and the
+GPU node checks, checks/gpu/gpu_node.py, put them in the run report, per
+node): a finding of class 'fail' (a new link_downed, a new DBE, an XID of
+the error class, a link below its rate, a GPU missing...) makes its node
+bad with its reason, which names the GPU by index, bus id and serial where
+it is about one, whatever the benchmark measured; every finding of
 a node, 'warn' ones included (thermal slowdown), is named in the verdict of
 the check that failed beside it."""
 from __future__ import annotations
+
+from checks.health.gpu_node import named_reason
 
 from .findings import FAIL, WHOLE_PARTITION, Finding
 
@@ -27,9 +31,11 @@ def node_findings(case: dict, base: dict) -> list[Finding]:
     return [Finding(**where, node=node, scope='node', verdict=FAIL,
                     value=entry.get('value'),
                     reference=entry.get('reference'),
-                    reason=f"health: {entry.get('reason')}",
+                    reason='health: ' + named_reason(
+                        str(entry.get('reason')), entry.get('gpu')),
                     kind=str(entry.get('metric') or ''),
-                    device=entry.get('device'))
+                    device=entry.get('device'),
+                    gpu=entry.get('gpu') or None)
             for node, entries in _by_node(case).items()
             for entry in entries if entry.get('severity') == SEVERITY_FAIL]
 

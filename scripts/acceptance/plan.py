@@ -30,14 +30,15 @@ from dataclasses import dataclass, field
 NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
                'HpcgCheck', 'HpcgSpackCheck', 'HpccNode', 'NcclSingleNode',
                'PerftestLoopback', 'NvlinkFabric', 'GpuCopyBandwidth',
-               'GpuMemoryBandwidth', 'GpuComputeQuick', 'GpuComputeBurn')
+               'GpuMemoryBandwidth', 'GpuComputeQuick', 'GpuComputeBurn',
+               'GpuInventory', 'GpuNvlink', 'GpuDiag', 'GpuDiagDaily')
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
 #: Node checks that run once per node of a batch job (fans_out = True).
 #: (PerftestLoopback runs its script once per node, from the batch shell.)
-#: NvlinkFabric stays one node per job: it reads nvidia-smi in its own
-#: hooks.
+#: NvlinkFabric and the GPU node checks (checks/gpu/gpu_node.py) stay one
+#: node per job: they read nvidia-smi in their own hooks.
 FANOUT_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck',
                  'HplSpackCheck', 'HpcgCheck', 'HpcgSpackCheck', 'HpccNode',
                  'NcclSingleNode', 'PerftestLoopback')
@@ -47,7 +48,8 @@ SINGLE_NODE_CHECKS = tuple(c for c in NODE_CHECKS if c not in FANOUT_CHECKS)
 #: partition without the 'gpu' feature.
 GPU_CHECKS = ('NcclSingleNode', 'NcclMultiNode', 'NvlinkFabric',
               'GpuCopyBandwidth', 'GpuMemoryBandwidth', 'GpuComputeQuick',
-              'GpuComputeBurn')
+              'GpuComputeBurn', 'GpuInventory', 'GpuNvlink', 'GpuDiag',
+              'GpuDiagDaily')
 #: Skips itself on every node of a partition whose extras do not say
 #: multi-node NVLink (checks/gpu/nvlink_fabric.py only_on_nvlink_racks).
 NVLINK_CHECK = 'NvlinkFabric'

@@ -2,6 +2,8 @@
 (scripts/guest_health), and what Azure did with the open ones."""
 from __future__ import annotations
 
+import sys
+
 from scripts.guest_health import follow_up, ledger
 
 
@@ -25,7 +27,11 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    reports = ledger.reports()
+    try:
+        reports = ledger.reports()
+    except ledger.LedgerError as error:
+        print(f'azure-reports: {error}', file=sys.stderr)
+        return 2
     if not reports:
         print(f'no Guest Health Report sent yet (ledger: {ledger.path()})')
         return 0

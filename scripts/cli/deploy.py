@@ -7,7 +7,6 @@ it is there and logged in, builds the call, and keeps the outputs.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -15,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from config.results import settings
 from config.results.store import files as store
 
 TEMPLATE = Path(__file__).resolve().parents[2] / 'bicep' / 'main.bicep'
@@ -28,8 +28,7 @@ EXIT_USAGE = 2
 
 
 def default_env_file() -> Path:
-    home = os.environ.get('CLUSTERPROOF_HOME') or '~/.clusterproof'
-    return Path(home).expanduser() / 'azure.env'
+    return settings.home().expanduser() / 'azure.env'
 
 
 def add_parser(subparsers):

@@ -22,6 +22,7 @@ import time
 from glob import glob
 from pathlib import Path
 
+from config.results import settings
 from scripts.cli import repo
 from scripts.cli.sandbox_cgroup import local_cgroup_problem
 
@@ -32,7 +33,7 @@ PARTITIONS = ('hbv4', 'ndv5')  # the first one is the default partition
 CORES_PER_NODE = 2
 START_TIMEOUT_S = 90
 STOP_TIMEOUT_S = 30
-DIR_VARIABLE = 'CLUSTERPROOF_SANDBOX_DIR'
+DIR_VARIABLE = settings.SANDBOX_DIR
 
 # Jobs run as root, and both fake nodes share one host, so Open MPI has to be told to
 # accept root and to use TCP over loopback (its TCP transport skips 127.0.0.0/8 by default).
@@ -72,10 +73,7 @@ class SandboxError(RuntimeError):
 
 
 def default_dir():
-    base = os.environ.get(DIR_VARIABLE)
-    if base:
-        return Path(base)
-    return Path(os.environ.get('TMPDIR') or '/tmp') / 'clusterproof-sandbox'
+    return settings.sandbox_dir()
 
 
 def missing_packages():

@@ -38,10 +38,6 @@ DOCUMENTED = frozenset([RESET, REBOOT] + [PREFIX + name for name in (
     'DBEOverLimit', 'GpuXIDError', 'AmdGpuResetFailed', 'EROTFailure',
     'GPUMemoryBWFailure', 'CPUPerformance')])
 
-# GPU categories: their device goes into the documented GPU fields
-GPU_KINDS = frozenset(('ecc_dbe_volatile', 'ecc_dbe_aggregate',
-                       'remapped_rows_pending', 'remapped_rows_failure',
-                       'retired_pages_dbe', 'xid_error', 'nvlink_inactive'))
 
 
 @dataclass(frozen=True)
@@ -79,6 +75,15 @@ MAPPINGS = (
             f'{CATEGORIES_DOC} ("a Xid error other than 48, 79, 94, or 95"; '
             'those four have categories of their own)',
             'the GPU logged an XID of the error class'),
+    Mapping(PREFIX + 'HpcMissingGpu', ('GpuInventory',),
+            f'{NHC_DICTIONARY} (NHC2009)', 'a GPU the SKU has is missing'),
+    Mapping(PREFIX + 'HpcGpuDcgmDiagFailure', ('GpuDiag', 'GpuDiagDaily'),
+            f'{NHC_DICTIONARY} (NHC2020)', 'a DCGM diagnostic failed'),
+    Mapping(PREFIX + 'NvLink', ('GpuNvlink',),
+            f'{NHC_DICTIONARY} (NHC2016)', 'an NVLink is down'),
+    Mapping(PREFIX + 'GPUMemoryBWFailure', ('GpuMemoryBandwidth',),
+            f'{NHC_DICTIONARY} (NHC2021)',
+            'a GPU measured too little memory bandwidth'),
     Mapping(PREFIX + 'CPUPerformance',
             ('StreamCheck', 'StreamMpiCheck', 'StreamSpackCheck',
              'HplCheck', 'HplSpackCheck', 'HpcgCheck', 'HpcgSpackCheck',
@@ -108,7 +113,3 @@ def mapping_for(kind: str, value: float | None = None) -> Mapping | None:
 def unmapped_reason(kind: str) -> str:
     return (f'no Guest Health Reporting category fits {kind!r} '
             f'(the mapping table: scripts/guest_health/categories.py)')
-
-
-def is_gpu(kind: str) -> bool:
-    return kind in GPU_KINDS

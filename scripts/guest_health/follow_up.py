@@ -96,8 +96,12 @@ def close_passing(node_verdicts, targets, reservation: str | None,
                   session_id: str, say, probe=identity.probe) -> dict:
     """In --resume: a node with an open report that is good now is closed
     when it runs on another physical host than the one reported."""
-    opened = ledger.open_reports()
     result = {'reports': [], 'closed': [], 'kept_open': []}
+    try:
+        opened = ledger.open_reports()
+    except ledger.LedgerError as error:
+        say(f'no Guest Health Report closed: {error}')
+        return result
     good = {v.node for v in node_verdicts
             if (v.partition, v.node) in targets and v.verdict == 'good'}
     for name, report in sorted(opened.items()):

@@ -11,21 +11,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shlex
 import subprocess
 from dataclasses import dataclass, field
 
 from checks.health.fingerprint import kvp_pairs
+from config.results import settings
 
-# IMDS: learn.microsoft.com/azure/virtual-machines/instance-metadata-service
-# (compute: resourceId, vmId, subscriptionId, location)
-IMDS_COMPUTE_URL = ('http://169.254.169.254/metadata/instance/compute'
-                    '?api-version=2021-02-01&format=json')
-IMDS_URL_SETTING = 'CLUSTERPROOF_IMDS_COMPUTE_URL'
-# Hyper-V KVP pool 3, as checks/common/health_sample.sh copies it
-KVP_POOL = '/var/lib/hyperv/.kvp_pool_3'
-KVP_SETTING = 'CLUSTERPROOF_KVP_POOL'
 # Guest Health Reporting wants this key, not the fully qualified one
 # (guest-health-impact-report: "PhysicalHostName ... alphanumeric")
 HOST_KEY = 'PhysicalHostName'
@@ -46,17 +38,12 @@ class Identity:
         return dict(self.__dict__)
 
 
-def _per_node(value: str, node: str) -> str:
-    return value.replace('%n', node)
-
-
 def compute_url(node: str) -> str:
-    return _per_node(os.environ.get(IMDS_URL_SETTING) or IMDS_COMPUTE_URL,
-                     node)
+    return settings.imds_compute_url(node)
 
 
 def kvp_path(node: str) -> str:
-    return _per_node(os.environ.get(KVP_SETTING) or KVP_POOL, node)
+    return settings.kvp_pool(node)
 
 
 def probe_script(node: str) -> str:

@@ -8,7 +8,6 @@ a 5xx or a lost connection is retried with backoff (Retry-After honoured);
 a 4xx is answered at once, with what to change (outcome())."""
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 
@@ -16,8 +15,6 @@ from config.results import settings
 
 from .categories import REPORT_DOC
 
-ARM_ENDPOINT = 'https://management.azure.com'
-ARM_SCOPE = 'https://management.azure.com/.default'
 # The report's PUT example names 2023-02-01-preview, its insights example
 # 2025-01-01-preview (REPORT_DOC); CLUSTERPROOF_IMPACT_API_VERSION sets both
 PUT_API_VERSION = '2023-02-01-preview'
@@ -44,17 +41,15 @@ class Answer:
 
 
 def endpoint() -> str:
-    return (os.environ.get('CLUSTERPROOF_ARM_ENDPOINT', '').strip()
-            or ARM_ENDPOINT).rstrip('/')
+    return settings.arm_endpoint()
 
 
 def scope() -> str:
-    return os.environ.get('CLUSTERPROOF_ARM_SCOPE', '').strip() or ARM_SCOPE
+    return settings.arm_scope()
 
 
 def api_version(default: str) -> str:
-    return (os.environ.get('CLUSTERPROOF_IMPACT_API_VERSION', '').strip()
-            or default)
+    return settings.impact_api_version(default)
 
 
 def impact_url(subscription: str, name: str) -> str:
@@ -81,7 +76,7 @@ def _token() -> str:
 
 
 def _backoff(attempt: int, retry_after: str | None) -> float:
-    base = settings.seconds('CLUSTERPROOF_GHR_BACKOFF_S', 2.0, 300)
+    base = settings.ghr_backoff()
     try:
         asked = float(retry_after) if retry_after else None
     except ValueError:
@@ -96,8 +91,9 @@ def call(method: str, url: str, body: dict | None = None) -> Answer:
     try:
         token = _token()
     except Exception as error:   # azure-identity's errors are many
-        return Answer(None, error=f'no Azure token for {scope()} '
-                      f'({type(error).__name__}: {str(error)[:200]})')
+        return Answer(None, attempts=0, error=(
+            f'no Azure token for {scope()} ({type(error).__name__}: '
+            f'{" ".join(str(error).split())[:200]})'))
     answer = Answer(None)
     for attempt in range(ATTEMPTS):
         answer.attempts = attempt + 1
@@ -152,6 +148,10 @@ def outcome(answer: Answer) -> tuple[str, str]:
     if status == 404:
         return REFUSED, (f'HTTP 404 {said}: no such subscription or '
                          'provider (is Microsoft.Impact registered?)')
+    if status is None and answer.attempts == 0:
+        return REFUSED, (f'{answer.error}: DefaultAzureCredential found no '
+                         'identity (the managed identity of the node, `az '
+                         'login`, or the service principal variables)')
     if status is None:
         return FAILED, (f'no answer after {answer.attempts} attempt(s): '
                         f'{answer.error}; the next run tries again')

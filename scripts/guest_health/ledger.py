@@ -15,6 +15,10 @@ SENDING, CLOSED, FOLLOWED = 'sending', 'closed', 'followed'
 OPEN_STATES = ('filed', 'already_filed', FOLLOWED)
 
 
+class LedgerError(OSError):
+    """The ledger cannot be read: nothing is reported then."""
+
+
 def path() -> Path:
     return store.home() / 'azure_reports' / 'ledger.jsonl'
 
@@ -40,6 +44,9 @@ def events() -> list[dict]:
         text = path().read_text()
     except FileNotFoundError:
         return []
+    except OSError as error:
+        raise LedgerError(f'the ledger {path()} cannot be read ({error}): '
+                          'what was reported is not known') from None
     found = []
     for line in text.splitlines():
         try:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import uuid
 from dataclasses import dataclass, field
 
+from config.results import settings
 from config.results.rows import builder, schema as row_schema
 from scripts.acceptance import verdicts
 from scripts.acceptance.findings import FAIL, PUBLISHED, Finding
@@ -111,6 +111,10 @@ def evidence_line(finding: Finding) -> str:
     parts = [finding.check]
     if finding.device:
         parts.append(f'device {finding.device}')
+    gpu = finding.gpu or {}
+    if gpu.get('index') is not None:
+        parts.append(f"GPU {gpu['index']} (bus id {gpu.get('bus_id')}, "
+                     f"serial {gpu.get('serial')})")
     if finding.metric:
         unit = f' {finding.unit}' if finding.unit else ''
         value = f'{finding.metric}={_number(finding.value)}{unit}'
@@ -140,8 +144,13 @@ def request_body(found: Plan, who: identity.Identity, session_id: str,
     extra = {identity.HOST_KEY: who.physical_host}
     if who.vm_id:
         extra['VmUniqueId'] = who.vm_id
-    if found.finding.device and categories.is_gpu(kind_of(found.finding)):
-        extra['Location'] = str(found.finding.device)
+    # the documented GPU fields (REPORT_DOC, "Resource.Hpc.Unhealthy.*
+    # fields specific to GPUs"): where the health sample named the GPU
+    gpu = found.finding.gpu or {}
+    if gpu.get('serial'):
+        extra['SerialNumber'] = str(gpu['serial'])
+    if gpu.get('bus_id'):
+        extra['Location'] = str(gpu['bus_id'])
     return {'properties': {
         'startDateTime': started,
         'reportedTimeUtc': utc_text(),
@@ -160,7 +169,7 @@ def utc_text(when: float | None = None) -> str:
 
 
 def _subscription(who: identity.Identity) -> str | None:
-    chosen = os.environ.get('CLUSTERPROOF_GHR_SUBSCRIPTION', '').strip()
+    chosen = settings.ghr_subscription()
     if chosen:
         return chosen
     if who.subscription:
@@ -183,6 +192,15 @@ def report(node_verdicts, session_id: str, started: str,
     summary; never raises for Azure's or a node's sake."""
     plans = plan(node_verdicts)
     result = {'reports': [], 'not_reported': [], 'notes': []}
+    try:
+        ledger.events()
+    except ledger.LedgerError as error:
+        note = f'nothing reported to Azure: {error}'
+        say(note)
+        result['notes'].append(note)
+        result['not_reported'] += [{'node': p.node, 'why': note}
+                                   for p in plans]
+        return result
     for p in plans:
         if p.finding is None:
             result['not_reported'].append({'node': p.node,
@@ -255,11 +273,21 @@ def _send_one(p: Plan, session_id, started, dry_run, say, probe) -> dict:
         say(f'would send: PUT {url}')
         say(json.dumps(body, indent=2))
         return {**facts, 'state': 'dry_run', 'detail': 'not sent (--dry-run)'}
-    ledger.append({**facts, 'state': ledger.SENDING})
+    try:
+        ledger.append({**facts, 'state': ledger.SENDING})
+    except OSError as error:
+        why = (f'the ledger {ledger.path()} cannot be written ({error}): '
+               'nothing is sent that could not be kept')
+        say(f'not reported to Azure: {p.node}: {why}')
+        return {'node': p.node, 'why': why}
     answer = impact_api.call('PUT', url, body)
     state, detail = impact_api.outcome(answer)
-    ledger.append({'name': name, 'state': state, 'detail': detail,
-                   'answer': answer.as_dict()})
+    try:
+        ledger.append({'name': name, 'state': state, 'detail': detail,
+                       'answer': answer.as_dict()})
+    except OSError as error:
+        detail += (f'; the answer is not in the ledger ({error}): the next '
+                   'run sends the report again under its name')
     verb = {impact_api.FILED: 'reported to Azure',
             impact_api.ALREADY_FILED: 'already reported to Azure'}.get(
         state, 'NOT reported to Azure')

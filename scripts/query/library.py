@@ -115,10 +115,6 @@ def base_after_dedupe(filters: Filters | None = None) -> str:
     return text.replace(DEDUPE, '', 1)
 
 
-# A setting: a `let` of one line ending in `;` (let min_peers = 4;).
-_SETTING = re.compile(r'^let (\w+) = [^;\n]*;$', re.M)
-
-
 def with_settings(text: str, **values: str) -> str:
     """*text* with the settings named given these values (KQL literals);
     each setting must be there, once."""
@@ -128,18 +124,6 @@ def with_settings(text: str, **values: str) -> str:
         if count != 1:
             raise QueryError(f'the query has no one setting `let {name}`')
     return text
-
-
-def _settings_apart(text: str) -> str:
-    return _SETTING.sub(r'let \1 = ...;', text)
-
-
-def is_shipped(query: Query) -> bool:
-    """A shipped query, maybe with other settings, maybe narrowed by more
-    steps (outliers_only)."""
-    original = shipped().get(query.name)
-    return original is not None and _settings_apart(query.text).startswith(
-        _settings_apart(original.text))
 
 
 def narrowed(query: Query, step: str) -> Query:

@@ -1,22 +1,12 @@
-"""Run KQL on the login node, with no Azure: DuckDB reads the local store
-(a settled session file from its Parquet copy, parquet_cache.py; the rest
-from its JSON lines by json_lines.py's rules) as one view shaped like
-ReFrameResults_CL (the columns of bicep/results_schema.json), and
-duckdb-kql translates the query.
-
-The store is read once per connection, and only as much of it as the
-queries of that connection need (a `Reading`): the session files that can
-hold rows of their window, the columns they name. The Parquet copies are
-read in place by every query (no copy of their rows held in memory between
-queries: memory follows the query, not the history); the rows of files
-without a copy are a table, kept compressed (json_lines.create). Each
-record is kept once (the base's ``arg_max(TimeGenerated, *) by
-record_id``): the older copies of a record
-stored twice are found at load, with DuckDB's window function, and left out
-by an anti join (nothing to do when record_ids are already unique);
-``clusterproof_results`` is a view of the rest of results.kql, so every
-query of the connection reads the same deduplicated rows. The KQL text sent
-to Log Analytics is unchanged.
+"""Run KQL on the login node, with no Azure: DuckDB answers from the
+store's index (index.py: every settled session file's rows, each record
+once) and the files of sessions still writing, read at query time, as one
+view shaped like ReFrameResults_CL (the columns of
+bicep/results_schema.json); duckdb-kql translates the query. Each record is
+kept once, as the base's ``arg_max(TimeGenerated, *) by record_id`` keeps
+it; ``clusterproof_results`` is a view of the rest of results.kql, so every
+query of a connection reads the same rows. The KQL text sent to Log
+Analytics is unchanged.
 """
 from __future__ import annotations
 
@@ -24,265 +14,131 @@ import contextlib
 import datetime as dt
 import os
 import re
+import shutil
 import sys
-import time
-import uuid
+import tempfile
 import weakref
 from pathlib import Path
-from typing import NamedTuple
 
 import duckdb
 
+from config.results import batching
 from config.results.rows import schema as row_schema
 from config.results.store import files as store
-from scripts.query import (json_lines, library, needs, older_copies,
-                           parquet_cache, parquet_packs, sql_cache,
-                           sql_output, translator)
-from scripts.query.json_lines import sql_string as _sql_string
-from scripts.query.needs import Reading
+from scripts.query import index, json_lines, library, output, sql_cache, \
+    translator
+from scripts.query.json_lines import sql_string
 from scripts.query.result import QueryFailed, Result, Stream, plain
 
 _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
                 'INTEGER': 'int', 'HUGEINT': 'long', 'VARCHAR': 'string',
                 'BOOLEAN': 'bool', 'JSON': 'dynamic', 'DATE': 'datetime'}
-# A session file last written more than this before a window starts cannot
-# hold a row completed in it (the margin covers clocks that disagree).
-CLOCK_SLACK = dt.timedelta(days=1)
 MEMORY_VARIABLE = 'CLUSTERPROOF_QUERY_MEMORY'
 DEFAULT_MEMORY = '640MB'
 THREAD_MEMORY = 320 * 1000 ** 2
-
-
-def stored_files(base: Path, start: dt.datetime | None) -> list[str]:
-    """The session files to read: every one, or those written to since
-    *start* (less CLOCK_SLACK)."""
-    return [path for path, _ in _stored(base, start)]
-
-
-def _stored(base: Path, start: dt.datetime | None):
-    """(path, stat) of the session files to read. A file's modification
-    time is its last append, after every row in it completed; a copy that
-    lost its times only makes the file read when it need not be."""
-    return _within(_every_file(base), start)
-
-
-def _every_file(base: Path):
-    every = []
-    for path in store.session_files(base):
-        try:
-            every.append((str(path), path.stat()))
-        except OSError:          # gone since listed: nothing to read
-            continue
-    return every
-
-
-def _within(files, start: dt.datetime | None):
-    """Those of *files* ((path, stat) pairs) that can hold rows completed
-    since *start*."""
-    if start is None:
-        return files
-    since = (start - CLOCK_SLACK).timestamp()
-    return [(path, stat) for path, stat in files if stat.st_mtime >= since]
-
-
-def _schema_columns(reading: Reading) -> list[dict]:
-    """The columns to load: those asked for and those the base reads."""
-    wanted = reading.columns
-    if wanted is not None:
-        wanted = wanted | needs.named_columns(library.base_text())
-    return [c for c in row_schema.schema()['columns']
-            if wanted is None or c['name'] in wanted]
-
-
-# The rows read from JSON lines (the sessions without a cache entry), in a
-# compressed in-memory database of their own (json_lines.create); every
-# stored row with what names it (_src, _pos); the older copies of records
-# stored more than once.
-_JSON_DB = '_clusterproof_json'
-_LINES = '_clusterproof_lines'
-_ROWS = '_clusterproof_rows'
-_OLDER = '_clusterproof_older_copies'
-
-
-class Loaded(NamedTuple):
-    """Where a connection's rows are: the table of those read from JSON
-    lines, the SQL that reads the entries (None without any), the columns
-    both hold (as SQL), and where the former go to make room (spill)."""
-    lines: str
-    from_entries: str | None
-    selected: str
-    spills: Path
-
-
-def _load(con, table: str, columns: list[dict], files, every,
-          cache, defer: bool) -> tuple[int, Loaded]:
-    """The rows of *files* ((path, stat) pairs, of *every* session file) as
-    the view *table*, each record once: the Parquet entries of the settled
-    ones, or packs of them, read in place by every query (nothing of them
-    held in memory between queries), and a table of the rest, read from
-    their JSON lines (with *defer*, those of files the cache lacks may be
-    too: parquet_cache.load). Returns how many lines could not be read as
-    a row, and where the rows are (Loaded)."""
-    lines = json_lines.create(con, _JSON_DB, _LINES, columns)
-    existing = [str(found[0]) for found in
-                (cache.find(path, stat) for path, stat in every) if found]
-    wanted = {found[0].name for found in
-              (cache.find(path, stat) for path, stat in files) if found}
-    packs = parquet_packs.covering(con, cache, wanted, existing)
-    window = {path for path, _ in files}
-    entries, unreadable = parquet_cache.load(
-        con, lines, columns, files, cache, memory_bytes(memory_limit()),
-        packs.covered, defer,
-        [(path, stat) for path, stat in every if path not in window])
-    entries = parquet_packs.files_to_read(con, cache, packs, entries)
-    selected = json_lines.names(columns)
-    from_entries = parquet_cache.reading(entries, selected) if entries \
-        else None
-    _rows_view(con, selected, from_entries,
-               f"SELECT {selected}, '' AS _src, rowid AS _pos "
-               f'FROM {lines} WHERE record_id IS NOT NULL')
-    rows = f'SELECT {selected} FROM "{_ROWS}"'
-    from_lines = con.execute(f'SELECT count(record_id) FROM {lines}'
-                             ).fetchall()[0][0]
-    if older_copies.find(con, _ROWS, _OLDER, entries, from_lines, cache):
-        rows += f' ANTI JOIN "{_OLDER}" USING (_src, _pos)'
-    con.execute(f'CREATE VIEW "{table}" AS {rows}')
-    return unreadable, Loaded(lines, from_entries, selected,
-                              _spill_directory(cache.results_dir))
-
-
-def _rows_view(con, selected: str, from_entries: str | None,
-               from_lines: str) -> None:
-    """The view of every stored row read (_ROWS), from the entries and the
-    rows read from JSON lines; replaced when the latter move (spill)."""
-    parts = [part for part in (from_entries, from_lines) if part]
-    con.execute(f'CREATE OR REPLACE VIEW "{_ROWS}" AS '
-                f'{" UNION ALL ".join(parts)}')
+# The rows read at query time, in an in-memory database that DuckDB
+# compresses at each checkpoint (https://duckdb.org/docs/stable/sql/
+# statements/checkpoint, "In-memory tables also support compression").
+_LIVE_DB = '_clusterproof_live'
+_LIVE = f'{_LIVE_DB}.lines'
 
 
 class Connection:
-    """A DuckDB connection over the loaded store, with what its queries
-    need to know once: what translates them, what the load found;
-    everything else (execute, sql, ...) is the DuckDB connection's own."""
+    """A DuckDB connection over the store, with what translates its queries
+    and what the reading found; the rest (execute, ...) is DuckDB's own.
+    Closing it (or losing it) lets the index be written again."""
 
     def __init__(self, con, translated: translator.Translator,
-                 unreadable: int, damaged: list[str], loaded: Loaded):
+                 opened: index.Opened, live: dict[str, int], folder: Path):
         self.duckdb = con
         self.translator = translated
-        self.unreadable = unreadable     # lines that could not be read
-        self.damaged = damaged           # the files that may hold them
-        self._loaded = loaded
-        self.spilled = None              # where spill() put those rows
+        lost = {**opened.unreadable, **live}
+        self.unreadable = sum(lost.values())   # lines that could not be read
+        self.damaged = [path for path, count in lost.items() if count]
+        self.notes = [opened.note] if opened.note else []
+        self.folder = folder
+        self._release = weakref.finalize(
+            self, opened.lock.close if opened.lock else lambda: None)
 
     def __getattr__(self, name):
         return getattr(self.duckdb, name)
 
-    def spill(self) -> bool:
-        """Writes the rows read from JSON lines to a Parquet file beside
-        DuckDB's own spills and reads them from there, as entries are read,
-        once; False when there is nothing (more) to move. A query that ran
-        out of memory over them may then fit: at 1M rows and 640MB, cold
-        node_outliers --all failed over the table and ran over the file.
-        The file is removed when the connection is closed or collected, or
-        the process exits."""
-        lines, from_entries, selected, where = self._loaded
-        if self.spilled or not self.duckdb.execute(
-                f'SELECT count(*) FROM {lines}').fetchall()[0][0]:
-            return False
-        where.mkdir(parents=True, exist_ok=True)
-        _remove_stale_spills(where)
-        path = where / f'{_SPILL_PREFIX}{os.getpid()}-{uuid.uuid4().hex}.parquet'
-        self._removal = weakref.finalize(self, parquet_cache.remove, path)
-        self.duckdb.execute(
-            f'COPY (SELECT {selected}, rowid AS _pos FROM {lines} WHERE '
-            f'record_id IS NOT NULL) TO {_sql_string(str(path))} '
-            '(FORMAT parquet)')
-        _rows_view(self.duckdb, selected, from_entries,
-                   f"SELECT {selected}, '' AS _src, _pos FROM read_parquet("
-                   f'{_sql_string(str(path))}, hive_partitioning=false)')
-        self.duckdb.execute(f'DROP TABLE {lines}')
-        self.spilled = path
-        return True
-
     def close(self) -> None:
         self.duckdb.close()
-        if self.spilled:
-            self._removal()
+        self._release()
 
 
-# A spill file is removed by the process that wrote it; one a killed
-# process left is removed by the next spill once it is older than any query
-# runs (by age, not by its pid: a store shared by several hosts sees pids
-# of processes it cannot look for).
-_SPILL_PREFIX = 'json-lines-'
-STALE_SPILL = dt.timedelta(days=1)
-
-
-def _remove_stale_spills(where: Path) -> None:
-    oldest = time.time() - STALE_SPILL.total_seconds()
-    for path in where.glob(f'{_SPILL_PREFIX}*.parquet'):
-        try:
-            if path.stat().st_mtime < oldest:
-                path.unlink()
-        except OSError:
-            continue                 # gone already, or not ours to remove
-
-
-def _damaged(files, cache: parquet_cache.Cache,
-             unreadable: int) -> list[str]:
-    """Of *files* ((path, stat) pairs, in their order), those that may hold
-    the *unreadable* lines: each whose cache entry counts some, and, when
-    the entries do not account for them all, each read without an entry
-    (a session still writing, or a cache that cannot be written)."""
-    found = [(path, cache.find(path, stat)) for path, stat in files]
-    uncounted = unreadable > sum(entry[1] for _, entry in found if entry)
-    return [path for path, entry in found
-            if (entry[1] > 0 if entry else uncounted)]
-
-
-def connect(results_dir: Path | None = None, reading: Reading = Reading(),
-            filters: library.Filters | None = None, defer: bool = False,
-            queries: tuple[str, ...] = (), now: dt.datetime | None = None):
-    """A Connection with the store's rows (those *reading* asks for) as
-    ReFrameResults_CL, each record once, and clusterproof_results: the base
-    query (with *filters*) over it. *defer*: a store the cache lacks much
-    of is read as its queries read it, and cached in the background
-    (cache_builder.py), as a command's connection is. *queries* (KQL
-    texts, at *now*) are translated while the store is read
-    (translator.py)."""
+def connect(results_dir: Path | None = None,
+            filters: library.Filters | None = None):
+    """A Connection with the store's rows as ReFrameResults_CL, each record
+    once, and clusterproof_results, the base (with *filters*) over it."""
     schema = row_schema.schema()
+    columns = schema['columns']
     # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
     # UTC for KQL's datetimes), without importing duckdb-kql's parser.
     con = duckdb.connect()
     con.execute("SET TimeZone='UTC'")
     results_dir = results_dir or store.results_dir()
-    _bound_memory(con, results_dir)
-    columns = _schema_columns(reading)
-    translating = translator.Translating(
-        schema['table'], columns, _filter_conditions(filters),
-        sql_cache.directory(results_dir), queries=list(queries), now=now)
-    translating.start()
-    try:
-        every = _every_file(results_dir)
-        files = _within(every, reading.start)
-        entries = parquet_cache.Cache(results_dir, schema['columns'])
-        unreadable, loaded = _load(
-            con, schema['table'], columns, files, every, entries, defer)
-    finally:
-        translating.join()
+    folder = index.folder(results_dir)
+    configure(con, folder)
     with _engine_errors():
-        translated = translating.result()
-    con = Connection(con, translated, unreadable,
-                     _damaged(files, entries, unreadable), loaded)
+        opened = index.open_index(con, results_dir, columns,
+                                  lambda other: configure(other, folder))
+        live = _read_live(con, opened.live, columns)
+        rows = index.combined(con, _LIVE if opened.live else None,
+                              opened.attached, json_lines.names(columns))
+        con.execute(f'CREATE VIEW "{schema["table"]}" AS '
+                    f'{rows or _nothing(columns)}')
+        translated = translator.Translator(
+            schema['table'], columns, _filter_conditions(filters),
+            sql_cache.directory(results_dir))
+    con = Connection(con, translated, opened, live, folder)
     con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {translated.base}')
     return con
 
 
+def _nothing(columns: list[dict]) -> str:
+    return 'SELECT ' + ', '.join(
+        f'NULL::{json_lines.DUCKDB_TYPES[c["type"]]} AS "{c["name"]}"'
+        for c in columns) + ' WHERE false'
+
+
+def _read_live(con, files: list[str], columns: list[dict]) -> dict[str, int]:
+    """Reads *files* into _LIVE a batch at a time, the rows before
+    compressed first; returns each file's unreadable lines (removed). In
+    no set order: in order, DuckDB inserts with one thread once memory runs
+    short (11 s instead of 5.5 s at 1M rows and 640MB)."""
+    if not files:
+        return {}
+    con.execute(f"ATTACH ':memory:' AS {_LIVE_DB} (COMPRESS)")
+    con.execute(f'CREATE TABLE {_LIVE} ({json_lines.definitions(columns)}, '
+                f'"{json_lines.FILE_COLUMN}" VARCHAR)')
+    batch_bytes = memory_bytes(memory_limit())
+    con.execute('SET preserve_insertion_order = false')
+    try:
+        for number, batch in enumerate(batching.runs_under(
+                files, batch_bytes, _size)):
+            if number:
+                con.execute(f'CHECKPOINT {_LIVE_DB}')
+            con.execute(f'INSERT INTO {_LIVE} '
+                        f'{json_lines.select(batch, columns)}')
+    finally:
+        con.execute('RESET preserve_insertion_order')
+    lost = json_lines.unreadable_by_file(con, _LIVE, files)
+    con.execute(f'DELETE FROM {_LIVE} WHERE record_id IS NULL')
+    return lost
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0                      # gone: the read says so
+
+
 def _filter_conditions(filters: library.Filters | None) -> str:
-    """*filters* (what Filters.kql() adds to the base for Log Analytics) as
-    SQL over the base's view: the base's translation, cached by its text,
-    then serves every --since, which kql() writes as a new literal each
-    second."""
+    """*filters* (Filters.kql() for Log Analytics) as SQL over the base's
+    view: one cached translation of the base serves every --since."""
     if filters is None:
         return ''
     conditions = []
@@ -293,7 +149,7 @@ def _filter_conditions(filters: library.Filters | None) -> str:
     for column, value in (('cluster', filters.cluster),
                           ('check_partition', filters.partition)):
         if value:
-            conditions.append(f'"{column}" = {_sql_string(value)}')
+            conditions.append(f'"{column}" = {sql_string(value)}')
     return ' AND '.join(conditions)
 
 
@@ -303,24 +159,26 @@ def memory_limit() -> str:
     return os.environ.get(MEMORY_VARIABLE) or DEFAULT_MEMORY
 
 
-def _spill_directory(results_dir: Path) -> Path:
-    return sql_cache.directory(results_dir).parent / 'duckdb'
+def spill_directory(folder: Path) -> Path:
+    return folder / 'spill'
 
 
-def _bound_memory(con, results_dir: Path) -> None:
-    """Spills go beside the store (cache/duckdb), never to the current
-    directory (DuckDB's default for an in-memory database); one thread per
-    THREAD_MEMORY of the limit (threads_for). A limit DuckDB refuses is its
-    error, naming the variable."""
-    spill = _spill_directory(results_dir)
+def configure(con, folder: Path) -> None:
+    """The memory limit (one DuckDB refuses: its error, naming the
+    variable); spills in the cache folder, made here (DuckDB makes the
+    spill directory, not its parent), never the current directory; one
+    thread per THREAD_MEMORY of the limit."""
     limit = memory_limit()
     try:
-        con.execute(f'SET memory_limit = {_sql_string(limit)}')
+        con.execute(f'SET memory_limit = {sql_string(limit)}')
     except duckdb.Error as err:
         raise QueryFailed(f'{MEMORY_VARIABLE}={limit}: {err}') from None
-    con.execute(f'SET temp_directory = {_sql_string(str(spill))}')
-    # Every query of a connection reads the same Parquet entries again.
-    con.execute("SET parquet_metadata_cache = true")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass                         # nothing can spill: said if needed
+    con.execute('SET temp_directory = '
+                f'{sql_string(str(spill_directory(folder)))}')
     cores = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     threads = threads_for(memory_bytes(limit), int(cores))
     con.execute(f'SET threads = {threads}')
@@ -361,25 +219,10 @@ def memory_bytes(limit: str, variable: str = MEMORY_VARIABLE) -> int:
 def threads_for(limit: int, cores: int) -> int:
     """Threads for a memory limit of *limit* bytes: one per THREAD_MEMORY
     (two at the 640MB default), at least one, at most *cores*. Each thread
-    holds hash tables and sort runs of its own. The rows are read in place
-    from the Parquet entries, not held in memory: at 1M rows and 640MB, two
-    threads ran node_outliers --all (988,740 rows) in 733 MiB and the report
-    in half the time of one. While a loaded table held the rows, two
-    threads at 640MB ran out of memory in --all's final sort. DuckDB's
-    guide: "Aim for 1-4 GB memory per thread", 125 MB at the least
+    holds hash tables and sort runs of its own. DuckDB's guide: "Aim for
+    1-4 GB memory per thread", 125 MB at the least
     (https://duckdb.org/docs/2.0/guides/performance/environment)."""
     return max(1, min(cores, limit // THREAD_MEMORY))
-
-
-def unreadable_lines(con: Connection) -> int:
-    """How many stored lines could not be read as a row."""
-    return con.unreadable
-
-
-def damaged_files(con: Connection) -> list[str]:
-    """The session files that may hold those lines, for the store's own
-    reader to name them (line by line) without reading every file again."""
-    return con.damaged
 
 
 def _kusto_type(duckdb_type) -> str:
@@ -403,14 +246,14 @@ def run(con, kql: str, now: dt.datetime | None = None) -> Result:
 
 def stream(con, kql: str, now: dt.datetime | None = None,
            chunk_rows: int = CHUNK_ROWS) -> Stream:
-    """*kql*'s columns, and its rows a chunk at a time as they are read.
-    The query runs now, its first chunk read, and *con* is busy until the
-    last one is: the columns come from the query's own cursor (asking
-    DuckDB for them first bound every query twice, 0.8 s of the report)."""
+    """*kql*'s columns, and its rows a chunk at a time as they are read
+    (*con* is busy until the last one is); the columns from the query's own
+    cursor (asking DuckDB first bound every query twice)."""
     with _engine_errors():
         sql, parameters = con.translator.translate(kql, now)
         con.abort()      # rows an earlier statement left unread
-        cursor, fetched = _first_chunk(con, sql, parameters, chunk_rows)
+        cursor = con.execute(sql, parameters or None)
+        fetched = cursor.fetchmany(chunk_rows)
     return _stream_of(cursor, fetched, chunk_rows)
 
 
@@ -430,63 +273,89 @@ def _chunks(cursor, fetched, types, chunk_rows):
             fetched = cursor.fetchmany(chunk_rows)
 
 
-def _first_chunk(con, sql, parameters, chunk_rows):
-    """The cursor and its first rows."""
-    def first():
-        cursor = con.execute(sql, parameters or None)
-        return cursor, cursor.fetchmany(chunk_rows)
-    return _spilling(con, first)
-
-
-def _spilling(con, run):
-    """run(), once more after an out-of-memory error before any row: the
-    rows read from JSON lines are moved to a Parquet file first
-    (Connection.spill; cold node_outliers --all's final sort of 1M rows at
-    640MB)."""
-    try:
-        return run()
-    except duckdb.OutOfMemoryException:
-        if not con.spill():
-            raise
-    return run()
+# A CSV or JSON result of more rows than this is written by DuckDB (COPY):
+# a million rows of node_outliers --all never become Python values.
+PYTHON_ROWS = 2_000
+_RESULT = '_clusterproof_result'
 
 
 def write(con, kql: str, writer, out,
           now: dt.datetime | None = None) -> int:
     """*writer*'s text (output.write_table, write_csv or write_json) of
-    *kql*'s rows; the number of rows. A table or CSV of more than
-    sql_output.PYTHON_ROWS rows of the types sql_output writes is made by
-    DuckDB, the same text (a million rows of node_outliers --all never
-    become Python values)."""
-    if not sql_output.makes(writer):
+    *kql*'s rows; the number of rows written. The table stops at
+    output.TABLE_ROWS; CSV and JSON of more than PYTHON_ROWS rows are
+    written by DuckDB (_copy)."""
+    if writer is output.write_table:
         return writer(stream(con, kql, now), out)
     with _engine_errors():
         sql, parameters = con.translator.translate(kql, now)
         con.abort()      # rows an earlier statement left unread
-        stored = _spilling(con, lambda: sql_output.Stored(
-            con.duckdb, sql, parameters))
+        con.execute(f'CREATE OR REPLACE TEMP TABLE {_RESULT} AS {sql}',
+                    parameters or None)
         try:
-            if stored.rows > sql_output.PYTHON_ROWS:
-                written = sql_output.write(stored, writer, out)
-                if written is not None:
-                    return written
-            cursor = con.execute(f'SELECT * FROM {stored.table}')
-            return writer(_stream_of(cursor, cursor.fetchmany(CHUNK_ROWS),
-                                     CHUNK_ROWS), out)
+            rows = con.execute(f'SELECT count(*) FROM {_RESULT}'
+                               ).fetchall()[0][0]
+            cursor = con.execute(f'SELECT * FROM {_RESULT}')
+            if rows <= PYTHON_ROWS:
+                return writer(_stream_of(cursor, cursor.fetchmany(
+                    CHUNK_ROWS), CHUNK_ROWS), out)
+            _copy(con, cursor.description, writer is output.write_json, out)
+            return rows
         finally:
-            stored.drop()
+            con.execute(f'DROP TABLE IF EXISTS {_RESULT}')
+
+
+def _copy(con, described, as_json: bool, out) -> None:
+    """The stored result, its values as output.write_csv or write_json
+    writes them (ISO 8601 datetimes with Z; in CSV True/False, nothing for
+    null or '', JSON for lists), by DuckDB's COPY, through a file."""
+    cells = ', '.join(f'{_copied(name, str(kind).upper(), as_json)} AS '
+                      f'"{name}"' for name, kind, *_ in described)
+    form = '(FORMAT json, ARRAY true)' if as_json else \
+        '(FORMAT csv, HEADER true)'
+    handle, path = tempfile.mkstemp(prefix='result-', dir=str(
+        con.folder) if con.folder.is_dir() else None)
+    os.close(handle)
+    try:
+        con.execute(f'COPY (SELECT {cells} FROM {_RESULT}) TO '
+                    f'{sql_string(path)} {form}')
+        with open(path, encoding='utf-8', newline='') as written:
+            shutil.copyfileobj(written, out)
+    finally:
+        os.unlink(path)
+
+
+def _copied(name: str, kind: str, as_json: bool) -> str:
+    column = '"' + name.replace('"', '""') + '"'
+    if kind.startswith('TIMESTAMP'):
+        return (f"CASE WHEN strftime({column}, '%f') = '000000' "
+                f"THEN strftime({column}, '%Y-%m-%dT%H:%M:%SZ') "
+                f"ELSE strftime({column}, '%Y-%m-%dT%H:%M:%S.%fZ') END")
+    if as_json:
+        return column
+    if kind == 'BOOLEAN':
+        return f"CASE WHEN {column} THEN 'True' WHEN NOT {column} " \
+               "THEN 'False' END"
+    if kind == 'VARCHAR':
+        return f"nullif({column}, '')"
+    if _kusto_type(kind) == 'dynamic' or kind == 'JSON':
+        return f'CAST(to_json({column}) AS VARCHAR)'
+    return column
 
 
 @contextlib.contextmanager
 def _engine_errors():
     """DuckDB's and duckdb-kql's errors as the QueryFailed that says what
-    to do."""
+    to do, in one line."""
     try:
         yield
     except duckdb.OutOfMemoryException as err:
-        raise QueryFailed(f'{err}; give the local engine more with '
-                          f'{MEMORY_VARIABLE} (now {memory_limit()}), or '
-                          'narrow the query (--since)') from None
+        limit = memory_limit()
+        why = str(err).splitlines()[0]
+        raise QueryFailed(
+            f'{MEMORY_VARIABLE}={limit} is too little for this query '
+            f'({why}): give it more, e.g. {MEMORY_VARIABLE}='
+            f'{_more(limit)}, or narrow the query (--since)') from None
     except duckdb.Error as err:
         raise InvalidQuery(str(err)) from None
     except Exception as err:
@@ -499,6 +368,12 @@ def _engine_errors():
                 f'{unsupported(err)}. Rewrite that part, or run it in Log '
                 'Analytics (--workspace).') from None
         raise InvalidQuery(str(err)) from None
+
+
+def _more(limit: str) -> str:
+    """Twice *limit*, and at least the default, in MB."""
+    have = memory_bytes(limit)
+    return f'{max(2 * have, memory_bytes(DEFAULT_MEMORY)) // 1000 ** 2}MB'
 
 
 def unsupported(err) -> str:

@@ -6,7 +6,6 @@ import csv
 import datetime as dt
 import io
 import json
-import tempfile
 
 from scripts.query.result import Result, Stream
 
@@ -86,98 +85,60 @@ def _written(writer, result: Result) -> str:
     return buffer.getvalue()
 
 
-# Formatted lines held in memory up to this many characters, then on disk.
-_SPOOL_CHARS = 8 * 2**20
+# The most rows a table shows; CSV and JSON write every row.
+TABLE_ROWS = 10_000
 
 
 def write_table(stream: Stream, out) -> int:
-    """table() for a stream of any length, in bounded memory: the cells are
-    formatted once, spooled as tab-separated lines (every tab and newline
-    of a value is escaped by printable()) while each column's width, and
-    whether it is empty or numeric throughout, is counted; then they are
-    padded. Returns the number of rows."""
+    """table() of at most TABLE_ROWS rows of *stream*, then a line saying
+    how to get the rest (the rows past them are never read). A column is
+    right-aligned when every cell reads as a number. Returns the number of
+    rows shown."""
     shown = [i for i, c in enumerate(stream.columns) if c != UNIT_COLUMN]
     names = [stream.columns[i] for i in shown]
     unit_at = (stream.columns.index(UNIT_COLUMN)
                if UNIT_COLUMN in stream.columns else None)
-    filled = [False] * len(shown)
-    numeric = [True] * len(shown)
-    widths = [len(printable(name)) for name in names]
-    numbers = [_number_cell(name) for name in names]
-    rows = 0
-    with tempfile.SpooledTemporaryFile(_SPOOL_CHARS, mode='w+',
-                                       encoding='utf-8') as spool:
-        for chunk in stream.chunks:
-            for row in chunk:
-                unit = None if unit_at is None else row[unit_at]
-                shown_unit = printable(str(unit)) if unit else unit
-                cells = []
-                for at, i in enumerate(shown):
-                    value = row[i]
-                    kind = type(value)
-                    # the kinds nearly every cell is, as human() writes them
-                    # (a number's cell always reads as a number)
-                    if kind is float or kind is int:
-                        cell = numbers[at](value, shown_unit)
-                        filled[at] = True
-                    elif value is None:
-                        cell = ''
-                    else:
-                        if kind is str:
-                            cell = printable(value)
-                        else:
-                            cell = printable(human(value, names[at], unit))
-                        if value not in ('', []):
-                            filled[at] = True
-                        if numeric[at] and not looks_numeric(cell):
-                            numeric[at] = False
-                    if len(cell) > widths[at]:
-                        widths[at] = len(cell)
-                    cells.append(cell)
-                spool.write('\t'.join(cells) + '\n')
-            rows += len(chunk)
-        if not rows:
-            out.write('(no rows)\n')
-            return 0
-        keep = [at for at in range(len(shown)) if filled[at]]
-        write_heading(out, names, widths, numeric, keep)
-        spool.seek(0)
-        for text in spool:
-            out.write(aligned_line(text[:-1].split('\t'), widths, numeric,
-                                   keep))
-    return rows
+    lines, more = [], False
+    for chunk in stream.chunks:
+        for row in chunk:
+            if len(lines) == TABLE_ROWS:
+                more = True
+                break
+            unit = None if unit_at is None else row[unit_at]
+            lines.append([(printable(human(row[i], name, unit)),
+                           row[i] not in (None, '', []))
+                          for name, i in zip(names, shown)])
+        if more:
+            break
+    if not lines:
+        out.write('(no rows)\n')
+        return 0
+    keep = [at for at in range(len(shown)) if any(
+        line[at][1] for line in lines)]
+    widths = [max([len(printable(name))] + [len(line[at][0]) for line in
+                                            lines])
+              for at, name in enumerate(names)]
+    numeric = [all(looks_numeric(line[at][0]) for line in lines)
+               for at in range(len(shown))]
+    out.write(_aligned([printable(name) for name in names], widths, numeric,
+                       keep))
+    out.write(_aligned(['-' * width for width in widths], widths, numeric,
+                       keep))
+    for line in lines:
+        out.write(_aligned([cell for cell, _ in line], widths, numeric, keep))
+    if more:
+        out.write(f'(the first {TABLE_ROWS:,} rows; --csv or --json writes '
+                  'every row)\n')
+    return len(lines)
 
 
-def aligned_line(cells, widths, numeric, keep) -> str:
+def _aligned(cells, widths, numeric, keep) -> str:
     """A table's line: the *keep* columns of *cells* padded to their
     *widths*, right-aligned where *numeric*, two spaces apart, with no
     trailing space."""
     return '  '.join(cells[at].rjust(widths[at]) if numeric[at]
                      else cells[at].ljust(widths[at])
                      for at in keep).rstrip() + '\n'
-
-
-def write_heading(out, names, widths, numeric, keep) -> None:
-    """A table's column names and the rule under them."""
-    out.write(aligned_line([printable(name) for name in names], widths,
-                           numeric, keep))
-    out.write(aligned_line(['-' * width for width in widths], widths,
-                           numeric, keep))
-
-
-def _number_cell(column: str):
-    """human() of an int or float of *column*, given the row's unit already
-    printable()."""
-    percent, measured = is_percent(column), is_measured(column)
-
-    def cell(value, unit):
-        text = _number(value)
-        if percent:
-            return f'{text}%'
-        if unit and measured:
-            return f'{text} {unit}'
-        return text
-    return cell
 
 
 def looks_numeric(text: str) -> bool:

@@ -6,7 +6,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from scripts.query import library, needs
+from scripts.query import library
 from scripts.query.result import QueryFailed, Result, Stream
 
 
@@ -20,64 +20,48 @@ class Runner:
         self.results_dir = results_dir
         self.now = now             # fixed 'now' for the local engine
         self._con = None          # a DuckDB connection or a LogsQueryClient
-        self._reading = None      # what the local connection has read
-        self._expected = None     # what the queries to come will need
-        self._texts = []          # their KQL, translated as the store is read
 
     def expect(self, *queries: str | library.Query) -> None:
-        """Say which queries will run, so that the local store is read once
-        for all of them (the report runs five)."""
-        for query in queries:
-            query = self._query(query)
-            wanted = self._needs(query)
-            self._expected = (wanted if self._expected is None
-                              else self._expected.union(wanted))
-            self._texts.append(_local_text(query))
+        """Which queries will run (the report's): nothing to prepare, as
+        one local connection serves every query."""
 
     @staticmethod
     def _query(name_or_file) -> library.Query:
         return (name_or_file if isinstance(name_or_file, library.Query)
                 else library.resolve(name_or_file))
 
-    def _needs(self, query: library.Query) -> needs.Reading:
-        now = self.now or dt.datetime.now(dt.timezone.utc)
-        return needs.reading(query, self.filters, now)
-
-    def _local(self, query: library.Query, text: str):
-        """The local connection, read again (once) only when this query
-        (its KQL *text*) needs more of the store than it holds."""
-        if self.results_dir is None:
-            from config.results.store import files as store
-            store.existing_home()    # a typo must not answer "no rows"
-        wanted = self._needs(query)
-        if self._reading is not None and self._reading.covers(wanted):
-            return self._con
-        if self._expected is not None:
-            wanted = wanted.union(self._expected)
-        if self._reading is not None:
-            wanted = wanted.union(self._reading)
-        self._con = _engine('local').connect(
-            self.results_dir, wanted, self.filters, defer=True,
-            queries=tuple(dict.fromkeys([text, *self._texts])), now=self.now)
-        self._reading = wanted
+    def _local(self):
+        """The local connection, opened once."""
+        if self._con is None:
+            if self.results_dir is None:
+                from config.results.store import files as store
+                store.existing_home()    # a typo must not answer "no rows"
+            self._con = _engine('local').connect(self.results_dir,
+                                                 self.filters)
         return self._con
+
+    def close(self) -> None:
+        """Lets go of the local connection (and the index's lock)."""
+        if self._con is not None and not self.workspace:
+            self._con.close()
+        self._con = None
 
     def notes(self) -> list[str]:
         """What the reader should know about the rows it read."""
         if self.workspace or self._con is None:
             return []
-        engine = _engine('local')
-        skipped = engine.unreadable_lines(self._con)
-        if not skipped:
-            return []
-        _name_unreadable_lines(engine.damaged_files(self._con))
-        return [f'{skipped} line(s) of the local store could not be read '
-                '(a session still writing, or a damaged file) and were left '
-                'out']
+        notes = list(self._con.notes)
+        skipped = self._con.unreadable
+        if skipped:
+            _name_unreadable_lines(self._con.damaged)
+            notes.append(f'{skipped} line(s) of the local store could not '
+                         'be read (a session still writing, or a damaged '
+                         'file) and were left out')
+        return notes
 
     def rows_read(self) -> int | None:
-        """How many rows (with the filters) the local connection read for
-        the queries run so far; None with no local connection."""
+        """How many rows (with the filters) the local connection holds;
+        None with no local connection."""
         if self.workspace or self._con is None:
             return None
         counted = _engine('local').run(
@@ -104,26 +88,25 @@ class Runner:
             return engine.run(self._con, self.workspace,
                               library.compose(query, self.filters)).stream()
         text = _local_text(query)
-        return _engine('local').stream(self._local(query, text), text,
-                                       self.now)
+        return _engine('local').stream(self._local(), text, self.now)
 
     def read(self, name_or_file: str | library.Query) -> None:
         """Reads the local store for this query now (nothing with a
         workspace), so that notes() speaks of it before its rows."""
-        query = self._query(name_or_file)
         if not self.workspace:
-            self._local(query, _local_text(query))
+            self._query(name_or_file)        # a name that is not: an error
+            self._local()
 
     def write(self, name_or_file: str | library.Query, writer, out) -> int:
         """*writer*'s text (output.write_table, write_csv or write_json) of
-        the query's rows; locally a large table or CSV is made by DuckDB
+        the query's rows; locally a large CSV or JSON is written by DuckDB
         (a million rows never become Python values)."""
         query = self._query(name_or_file)
         if self.workspace:
             return writer(self.stream(query), out)
         text = _local_text(query)
-        return _engine('local').write(self._local(query, text), text, writer,
-                                      out, self.now)
+        return _engine('local').write(self._local(), text, writer, out,
+                                      self.now)
 
 
 def _local_text(query: library.Query) -> str:

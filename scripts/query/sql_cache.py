@@ -1,5 +1,5 @@
-"""Translated SQL kept by query text under $CLUSTERPROOF_HOME/cache/kql (the
-cache/ beside the results/ a connection reads):
+"""Translated SQL kept by query text in the query engine's cache folder
+(index.folder: $CLUSTERPROOF_HOME/cache/query, beside the index):
 translating a shipped query costs about a second, every time, and the text
 rarely changes. An entry is keyed by the KQL text, the columns of the tables
 it reads (duckdb-kql consults them for joins) and duckdb-kql's version; the
@@ -23,13 +23,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from scripts.query import index
+
 SHIPPED = Path(sys.prefix) / 'share' / 'clusterproof' / 'kql'
 shipped: Path | None = SHIPPED     # where lookup() reads after the home's
 
 
 def directory(results_dir: Path) -> Path:
     """Where the translations of queries on *results_dir* are kept."""
-    return results_dir.parent / 'cache' / 'kql'
+    return index.folder(results_dir)
 
 
 @functools.cache

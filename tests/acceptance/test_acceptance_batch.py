@@ -126,12 +126,13 @@ def test_a_batch_job_that_never_started_leaves_every_node_unmeasured():
 def test_the_plans_fan_out_checks_are_those_that_fan_out():
     import reframe  # noqa: F401  (the check modules need it)
     from checks.cpu import hpcc, hpcg, hpl, stream
-    from checks.gpu import (compute, copy_bandwidth, hbm_bandwidth, nccl,
-                            nvlink_fabric)
+    from checks.gpu import (compute, copy_bandwidth, gpu_node, hbm_bandwidth,
+                            nccl, nvlink_fabric)
     from checks.network import perftest
     classes = {c.__name__: c for m in (hpcc, hpcg, hpl, stream, nccl,
                                        nvlink_fabric, perftest, compute,
-                                       copy_bandwidth, hbm_bandwidth)
+                                       copy_bandwidth, hbm_bandwidth,
+                                       gpu_node)
                for c in vars(m).values() if isinstance(c, type)}
     def fans_out(cls):
         space = getattr(cls, 'var_space', {})
@@ -141,7 +142,8 @@ def test_the_plans_fan_out_checks_are_those_that_fan_out():
     assert fanning == set(plan.FANOUT_CHECKS)
     assert set(plan.SINGLE_NODE_CHECKS) == {
         'NvlinkFabric', 'GpuCopyBandwidth', 'GpuMemoryBandwidth',
-        'GpuComputeQuick', 'GpuComputeBurn'}
+        'GpuComputeQuick', 'GpuComputeBurn', 'GpuInventory', 'GpuNvlink',
+        'GpuDiag', 'GpuDiagDaily'}
 
 
 # --- for real ----------------------------------------------------------------

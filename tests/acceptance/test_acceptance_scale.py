@@ -89,7 +89,8 @@ def test_node_checks_that_cannot_run_on_a_partition_are_not_planned():
         return plan.left_out(azure_skus.sku_partition(
             name, scheduler='slurm', launcher='srun', access=[], max_jobs=1))
     per_gpu = ('GpuCopyBandwidth', 'GpuMemoryBandwidth', 'GpuComputeQuick',
-               'GpuComputeBurn')
+               'GpuComputeBurn', 'GpuInventory', 'GpuNvlink', 'GpuDiag',
+               'GpuDiagDaily')
     assert left_out('hbv4') == ('NcclSingleNode', 'NvlinkFabric', *per_gpu)
     assert left_out('ndv5') == ('NvlinkFabric',)
     assert left_out('ndgb200v6') == ()
@@ -100,7 +101,7 @@ def test_node_checks_that_cannot_run_on_a_partition_are_not_planned():
     alone = [p for p in planned if p.tag == 'one']
     assert len(alone) == 3 and all(p.names == ('NvlinkFabric', *per_gpu)
                                    for p in alone)
-    # the per-GPU checks run one node per job, as NvlinkFabric does
+    # the per-GPU and GPU node checks run one node per job, as NvlinkFabric
     assert [p.names for p in plan.phases('azure', 'ndv5', nodes,
                                          leaving_out=left_out('ndv5'))
             if p.tag == 'one'] == [per_gpu] * 3

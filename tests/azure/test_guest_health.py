@@ -323,3 +323,71 @@ def test_a_node_passing_on_the_reported_host_keeps_its_report(nodes,
     assert kept['kept_open'] == [first['reports'][0]['name']]
     assert 'still on the reported physical host GGBB90904471' in said[0]
     assert list(ledger.open_reports()) == kept['kept_open']
+
+
+def test_nothing_is_sent_when_the_ledger_cannot_be_read_or_written(nodes, impact_api,
+                                                           monkeypatch):
+    impact_api.onboarded.add(SUB)
+    home = ledger.path().parents[1]
+    home.mkdir(parents=True)
+    (home / 'azure_reports').write_text('a file where the folder goes')
+    result, said = send([bad('sb-n1', stream_fail('sb-n1'))])
+    assert impact_api.requests == []
+    [left] = result['not_reported']
+    assert 'cannot be read' in left['why']
+    assert said[0].startswith('nothing reported to Azure: the ledger')
+    # readable but not writable: nothing is sent either
+    (home / 'azure_reports').unlink()
+    (home / 'azure_reports').mkdir()
+    monkeypatch.setattr(ledger.os, 'open', _refuse)
+    result, said = send([bad('sb-n1', stream_fail('sb-n1'))])
+    assert impact_api.requests == []
+    assert 'cannot be written' in result['not_reported'][0]['why']
+
+
+def _refuse(*args, **kwargs):
+    raise OSError(28, 'No space left on device')
+
+
+def test_without_an_identity_nothing_is_filed_and_it_says_why(
+        nodes, impact_api, monkeypatch):
+    impact_api.onboarded.add(SUB)
+    monkeypatch.setenv('IDENTITY_HEADER', 'not-the-one-it-expects')
+    for name in ('AZURE_CLIENT_ID', 'AZURE_TENANT_ID', 'AZURE_CLIENT_SECRET'):
+        monkeypatch.delenv(name, raising=False)
+    result, said = send([bad('sb-n1', stream_fail('sb-n1'))])
+    report = result['reports'][0]
+    assert report['state'] == 'refused'
+    assert report['detail'].startswith('no Azure token for '
+                                       'https://management.azure.com/.default')
+    assert impact_api.puts == []
+
+
+def test_a_gpu_finding_names_the_gpu_in_the_documented_fields(nodes,
+                                                              impact_api):
+    impact_api.onboarded.add(SUB)
+    # what the health judge says of an XID 79 (checks/health/judge.py)
+    xid = Finding('sb-n2', 'sandbox:ndv5', 'NcclSingleNode', FAIL,
+                  kind='xid_error', device='gpu3', value=79,
+                  reason='health: GPU 3 XID 79: NVRM: Xid (PCI:0000:9b:00): '
+                  '79, GPU has fallen off the bus.',
+                  gpu={'index': 3, 'bus_id': '00000000:9B:00.0',
+                       'serial': '1654922009876'},
+                  confirmations=['fail'])
+    result, _ = send([bad('sb-n2', xid, partition='sandbox:ndv5')])
+    [put] = impact_api.puts
+    props = put.body['properties']
+    assert props['impactCategory'] == \
+        'Resource.Hpc.Unhealthy.XID79FallenOffBus'
+    assert props['additionalProperties'] == {
+        'PhysicalHostName': 'GGBB90904472',
+        'VmUniqueId': '00000002-aaaa-bbbb-cccc-dddddddddddd',
+        'SerialNumber': '1654922009876', 'Location': '00000000:9B:00.0'}
+    assert 'GPU 3 (bus id 00000000:9B:00.0, serial 1654922009876)' in \
+        props['impactDescription']
+    # the GPU checks of issues 38 and 39 map too
+    for check, category in (('GpuInventory', 'HpcMissingGpu'),
+                            ('GpuDiag', 'HpcGpuDcgmDiagFailure'),
+                            ('GpuMemoryBandwidth', 'GPUMemoryBWFailure')):
+        assert categories.mapping_for(check).category == \
+            f'Resource.Hpc.Unhealthy.{category}'

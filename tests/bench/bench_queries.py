@@ -8,17 +8,16 @@ runs: the first may read the JSON from disk).
         [--home DIR]   # reuse a store built before (else a temporary one)
         [--only LABEL ...]   # the commands whose label contains LABEL
 
-Prints, per command, cold (nothing in $CLUSTERPROOF_HOME/cache: every
-session file read from its JSON lines; the shipped queries' translations
-are set up beside .venv, as scripts/setup.sh leaves them) and then warm
-(the same command again, once the cache is written): wall and CPU seconds
+Prints, per command, cold (nothing in $CLUSTERPROOF_HOME/cache: the
+command builds the index from every JSON line; the shipped queries'
+translations are set up beside .venv, as scripts/setup.sh leaves them) and
+then warm (the same command again, over the index): wall and CPU seconds
 (on a shared machine the CPU time is the steadier figure), their ratios to
-the limit, peak RSS (of the command and the processes it starts), how long
-the cache's builder ran on after the command (cache_builder.py: a command
-of one query leaves a cold store's entries to it; the report writes them
-itself), and what it printed (for the report, the file's size). Not collected by
-pytest; run by hand (a 1M-row store is 1.3 GB; the cache it writes beside
-it, ~60 MB).
+the limit, peak RSS (of the command and the processes it starts), and what
+it printed (for the report, the file's size). Then `query trends` after one
+new session (its ingest included), and while another command holds the
+index's lock (every JSON line read at query time). Not collected by pytest;
+run by hand (a 1M-row store is 1.3 GB).
 """
 from __future__ import annotations
 
@@ -32,7 +31,9 @@ import threading
 import time
 from pathlib import Path
 
-from scripts.query import cache_builder, parquet_cache
+import fcntl
+
+from scripts.query import index
 from tests.bench import fleet_store
 from tests.support.helpers import REPO, suite_env
 
@@ -158,6 +159,35 @@ def compiled_as_set_up() -> None:
                        stdout=subprocess.DEVNULL)
 
 
+def _beside_the_index(home: Path, env: dict, limit: float,
+                      limit_cpu: float) -> None:
+    """`query trends` warm, after one new session (a copy of the last one
+    under new record_ids, settled), and with the index's lock held."""
+    trends = [sys.executable, CLI, 'query', 'trends']
+
+    def line(label, figures):
+        wall, cpu, rss, _ = figures
+        print(f'{label:44} {wall:7.2f} {wall / limit:8.2f} {cpu:7.2f} '
+              f'{cpu / limit_cpu:8.2f} {rss / 2**20:9.0f}', flush=True)
+    line('query trends (warm)', run_one(trends, env))
+    last = sorted((home / 'results').glob('*/*.jsonl'))[-1]
+    new = last.with_name('zz-' + last.name)
+    new.write_text(last.read_text().replace('"record_id":"',
+                                            '"record_id":"new-'))
+    settled = time.time() - 2 * index.SETTLED_SECONDS
+    os.utime(new, (settled, settled))
+    try:
+        line('query trends, one new session ingested', run_one(trends, env))
+        line('query trends (warm again)', run_one(trends, env))
+        where = index.folder(home / 'results')
+        with open(where / index.LOCK, 'a') as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            line('query trends, index locked: JSON lines', run_one(
+                trends, {**env, index.WAIT_VARIABLE: '0'}))
+    finally:
+        new.unlink()
+
+
 def main(argv=None):
     compiled_as_set_up()
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -189,10 +219,9 @@ def main(argv=None):
               f'faster of two runs): {limit:.2f} s wall, {limit_cpu:.2f} s '
               f'CPU, {limit_rss / 2**20:.0f} MiB')
         out = Path(scratch) / 'report.html'
-        where = parquet_cache.directory(home / 'results')
-        print(f'{"":28} {"cold":-^55} {"warm":-^55}')
+        print(f'{"":28} {"cold":-^46} {"warm":-^46}')
         columns = (f' {"wall s":>7} {"x limit":>8} {"CPU s":>7} '
-                   f'{"x limit":>8} {"peak MiB":>9} {"build s":>8}')
+                   f'{"x limit":>8} {"peak MiB":>9}')
         print(f'{"command":28}{columns * 2} {"output":>10}')
         for label, words in COMMANDS:
             if args.only and not any(o in label for o in args.only):
@@ -207,18 +236,13 @@ def main(argv=None):
                     figures.append(f' {wall:7.2f} {wall / limit:8.2f} '
                                    f'{cpu:7.2f} {cpu / limit_cpu:8.2f} '
                                    f'{rss / 2**20:9.0f}')
-                    started = time.monotonic()
-                    cache_builder.wait_for(where)
-                    figures.append(f' {time.monotonic() - started:8.2f}')
             except Failed as err:
-                # a failed command may have started a builder: the next
-                # command's figures are not taken beside it
-                cache_builder.wait_for(where)
                 print(f'{label:28} {err}')
                 continue
             shown = (f'{out.stat().st_size / 1e6:.1f} MB' if 'report' in label
                      else f'{printed / 1e6:.2f} MB')
             print(f'{label:28}{"".join(figures)} {shown:>10}', flush=True)
+        _beside_the_index(home, env, limit, limit_cpu)
         print(load_line('after'))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.support.helpers import REPO, run_reframe, suite_env
+from tests.support.helpers import DATA, REPO, run_reframe, suite_env
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 CHECKS = ('checks/gpu/copy_bandwidth.py', 'checks/gpu/hbm_bandwidth.py',
@@ -136,3 +136,17 @@ def test_sm_copies_are_shown_beside_the_guide_not_judged(tmp_path):
                      system='azure:ndv5')
     assert 'P: h2d_bw_gpu0: None GB/s (r:51.0, l:None, u:None)' in out
     assert 'P: d2h_bw_gpu0: None GB/s (r:52.0, l:None, u:None)' in out
+
+
+def test_a_gpu_row_is_named_by_the_health_sample_taken_before_the_run():
+    """The per-GPU checks name each GPU from the job's 'before' sample
+    (nvidia-smi -q -x): a real A100 sample, tests/support/data/health (line 152:
+    serial 1650522003820; line 189: bus id 00000000:01:00.0)."""
+    from checks.gpu.per_gpu import gpu_identities
+    from checks.health import dump
+    xml = (DATA / 'health' / 'telegraf_a100-sxm4-v12.xml').read_text()
+    sample = dump.split('##clusterproof-health nvidia-smi\n' + xml)
+    assert gpu_identities({'nd-1': {'before': sample}}) == {
+        0: {'index': 0, 'bus_id': '00000000:01:00.0',
+            'serial': '1650522003820'}}
+    assert gpu_identities({'nd-1': {'before': dump.split('')}}) == {}

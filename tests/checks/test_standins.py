@@ -114,3 +114,42 @@ def test_ior_replays_for_a_good_command_line(tmp_path):
                        '-o', str(tmp_path / 'test.bin'))
     assert done.returncode == 0, done.stderr
     assert 'Summary of all tests' in done.stdout
+
+
+def test_nvbandwidth_replays_only_the_testcases_asked_for(tmp_path):
+    ok = run_standin('nvbandwidth', tmp_path, '-t',
+                     'device_to_host_memcpy_ce', '-i', '10')
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.count('Running ') == 1
+    assert 'SUM device_to_host_memcpy_ce 441.05' in ok.stdout
+    # v0.2 has no JSON: its usage does not list --json
+    usage = run_standin('nvbandwidth', tmp_path, '--help')
+    assert usage.returncode == 0 and '--json' not in usage.stdout
+
+
+@pytest.mark.parametrize('args,reason', [
+    (['-t', 'host_to_device_memcpy_ce', '-j'], "unrecognised option '-j'"),
+    (['-t', 'no_such_testcase', '-i', '10'],
+     'the recording has no testcase no_such_testcase'),
+    (['-i', '10'], 'no testcase given with -t'),
+    (['-t', 'host_to_device_memcpy_ce', '-i', '0'],
+     "-i needs a whole number of at least 1, not '0'")])
+def test_nvbandwidth_refuses_a_bad_command_line(tmp_path, args, reason):
+    done = run_standin('nvbandwidth', tmp_path, *args)
+    assert done.returncode == 2
+    assert reason in done.stderr
+
+
+def test_nvbandwidth_slows_one_gpu_of_one_node(tmp_path):
+    args = ['-t', 'host_to_device_memcpy_ce', '-i', '10']
+    slow = run_standin('nvbandwidth', tmp_path, *args,
+                       SLURMD_NODENAME='sb-n4',
+                       CLUSTERPROOF_STANDIN_SLOW_GPU_SB_N4='3')
+    # line 25 of the recording: GPU 3 55.30 -> 27.65, the SUM of the
+    # row's cells again
+    assert '0     55.28     55.30     55.32     27.65' in slow.stdout
+    assert 'SUM host_to_device_memcpy_ce 414.86' in slow.stdout
+    other = run_standin('nvbandwidth', tmp_path, *args,
+                        SLURMD_NODENAME='sb-n1',
+                        CLUSTERPROOF_STANDIN_SLOW_GPU_SB_N4='3')
+    assert 'SUM host_to_device_memcpy_ce 442.52' in other.stdout

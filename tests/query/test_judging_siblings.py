@@ -92,3 +92,4 @@ def test_acceptance_turns_a_failing_sibling_into_a_finding_of_its_node():
     verdicts = judge.verdict_rows(decided, 'sess')
     assert len(verdicts) == 1
     assert verdicts[0]['verdict_basis'] == 'siblings'
+

@@ -11,8 +11,7 @@ import shutil
 
 import pytest
 
-from scripts.query import (cache_builder, json_lines, library, output,
-                           parquet_cache, sql_cache)
+from scripts.query import index, library, output, sql_cache
 from scripts.query.runner import Runner
 from tests.support import helpers, query_store
 
@@ -28,37 +27,33 @@ def store_home(tmp_path_factory):
     return home, rows
 
 
-def _no_json(*args, **kwargs):
-    raise AssertionError('a warm cache read JSON lines')
-
-
-@pytest.fixture(scope='module', params=['cold', 'warm', 'for a builder'])
+@pytest.fixture(scope='module', params=['cold', 'warm', 'running'])
 def runner(request, store_home):
-    """Every test below three times: with an empty Parquet cache (the
-    first connection reads the JSON lines and keeps an entry of each file),
-    with those entries and no JSON line read at all, and with an empty
-    cache again over the inline limit (each query reads the JSON lines and
-    leaves the entries to a builder, here not started)."""
+    """Every test below three times: with no index (the first connection
+    builds it from the JSON lines), with the index and no JSON line read
+    at all, and with every session still writing (every file read at
+    query time, none indexed)."""
     home, _ = store_home
-    entries = parquet_cache.directory(home / 'results')
+    where = index.folder(home / 'results')
     if request.param == 'cold':
-        shutil.rmtree(entries, ignore_errors=True)
+        shutil.rmtree(where, ignore_errors=True)
         yield Runner(results_dir=home / 'results', now=query_store.NOW)
+        assert (where / index.NAME).exists()
         return
     if request.param == 'warm':
-        assert len(list(entries.glob('*.parquet'))) == 2 * query_store.DAYS
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(json_lines, 'read', _no_json)
+            patch.setattr(index.json_lines, 'select', _no_json)
             yield Runner(results_dir=home / 'results', now=query_store.NOW)
         return
-    shutil.rmtree(entries, ignore_errors=True)
-    started = []
+    shutil.rmtree(where, ignore_errors=True)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(cache_builder.INLINE_VARIABLE, '1B')
-        patch.setattr(cache_builder, 'start',
-                      lambda _, __, lock: started.append(os.close(lock)))
+        patch.setattr(index.Stored, 'settled', lambda self: False)
         yield Runner(results_dir=home / 'results', now=query_store.NOW)
-    assert started and not list(entries.glob('*.parquet'))
+    shutil.rmtree(where, ignore_errors=True)    # it indexed no file
+
+
+def _no_json(*args, **kwargs):
+    raise AssertionError('a query over the index read JSON lines')
 
 
 def as_rows(result) -> list[dict]:
@@ -210,7 +205,7 @@ def test_a_streamed_result_is_the_same_rows_a_chunk_at_a_time(runner):
     from scripts.query import local
     query = library.shipped()['node_outliers']
     whole = runner.run(query)
-    stream = local.stream(runner._local(query, query.text), query.text,
+    stream = local.stream(runner._local(), query.text,
                           query_store.NOW,
                           chunk_rows=3)
     chunks = list(stream.chunks)

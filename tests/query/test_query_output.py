@@ -56,16 +56,15 @@ def chunked(rows, size):
 
 
 def test_a_stream_in_chunks_prints_what_the_whole_result_prints(monkeypatch):
-    """--all streams: the table is formatted once, spooled (here to disk,
-    past a tiny spool limit) and padded to the widths of every chunk; JSON
-    and CSV are written row by row; all three exactly as for the whole."""
+    """--all streams: the table is padded to the widths of every chunk;
+    JSON and CSV are written row by row; all three exactly as for the
+    whole."""
     base = result().rows
     # a wide value late in the stream widens its column from the top
     rows = base * 3 + [[DAY, 'NcclSingleNode\x1b[31m', 123456789.5, 'GB/s',
                         0.5, 1.0, 12345, ['a', 'b', 'c'], 'late\tnote']]
     whole = Result(result().columns, result().types, rows)
     stream = chunked(rows, 2)
-    monkeypatch.setattr(output, '_SPOOL_CHARS', 16)
     for write, form in ((output.write_table, output.table),
                         (output.write_json, output.as_json),
                         (output.write_csv, output.as_csv)):
@@ -146,3 +145,23 @@ def test_printable_escapes_every_control_character_and_nothing_else():
             char, f'\\x{code:02x}') if code in controls else char
         assert output.printable(char) == expected
         assert output.printable(f'node {char}-01') == f'node {expected}-01'
+
+
+def test_a_table_stops_at_its_row_limit_and_says_how_to_get_the_rest(
+        monkeypatch):
+    monkeypatch.setattr(output, 'TABLE_ROWS', 3)
+    rows = result().rows * 3
+    read = []
+
+    def chunks():
+        for start in range(0, len(rows), 2):
+            read.append(start)
+            yield rows[start:start + 2]
+    buffer = io.StringIO()
+    whole = result()
+    assert output.write_table(Stream(whole.columns, whole.types, chunks()),
+                              buffer) == 3
+    lines = buffer.getvalue().splitlines()
+    assert len(lines) == 2 + 3 + 1
+    assert lines[-1] == '(the first 3 rows; --csv or --json writes every row)'
+    assert len(read) == 2                    # the rest never read

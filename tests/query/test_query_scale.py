@@ -1,24 +1,26 @@
-"""The local engine reads only what a query needs: the session files of its
-window, the columns it names, each record once, the translation cached;
-and whatever it leaves out, every shipped query answers the rows it would
-answer reading everything, deduplicating with results.kql itself."""
+"""The local engine at scale: each record once (deduplicated at ingest, the
+rows results.kql's own arg_max answers), the translation cached, memory
+bounded, its spills in the cache folder."""
 import datetime as dt
 import json
-import os
 import shutil
-import time
 
 import duckdb
 import duckdb_kql
 import pytest
 
-from scripts.query import library, local, needs, sql_cache
+from scripts.query import library, local, output, sql_cache
 from scripts.query.runner import Runner
 from scripts.report import model
 from tests.support import query_store
 from tests.support.cli_runs import cli
 from tests.support.query_envs import local_env
-from tests.support.query_reading import NAMES, as_rows, everything
+
+NAMES = [name for name in library.shipped() if name != library.BASE_NAME]
+
+
+def as_rows(result) -> list[dict]:
+    return json.loads(output.as_json(result))
 
 
 @pytest.fixture(scope='module')
@@ -29,6 +31,14 @@ def home(tmp_path_factory):
     query_store.build(home)
     query_store.settle(home)
     return home
+
+
+def everything(home, name, filters=None):
+    """The rows of *name* the old way: every column of every file, the base
+    (its arg_max deduplication included) composed in front of the query."""
+    con = local.connect(home / 'results')
+    text = library.compose(library.resolve(name), filters)
+    return as_rows(local.run(con, text, query_store.NOW))
 
 
 SINCE = [None, query_store.NOW - dt.timedelta(days=2),
@@ -44,65 +54,6 @@ def test_every_query_answers_what_reading_everything_answers(home, since):
     for name in NAMES:
         assert as_rows(runner.run(name)) == everything(home, name, filters), \
             name
-
-
-def test_windows_are_read_from_the_query_text():
-    windows = {name: needs.window(library.shipped()[name].text)
-               for name in NAMES}
-    day = dt.timedelta(days=1)
-    assert windows == {'compare_clusters': 30 * day, 'failures': 7 * day,
-                       'latest_by_node': None, 'node_outliers': None,
-                       'regressions': 16 * day, 'run_summary': None,
-                       'share_of_reference': 90 * day, 'trends': 90 * day,
-                       'what_changed': 30 * day}
-    # one read without the window and the query reads the whole history
-    assert needs.window('let a = clusterproof_results | where completed > '
-                        'ago(2d); clusterproof_results | join a on x') is None
-    assert needs.window('clusterproof_results\n// recent\n'
-                        '| where completed >= ago(12h)') == 12 * day / 24
-
-
-def test_a_query_reads_the_columns_it_names_and_a_file_of_yours_all():
-    now = query_store.NOW
-    trends = needs.reading(library.resolve('trends'), None, now)
-    assert {'check_perf_value', 'check_perf_peak', 'record_id',
-            'TimeGenerated'} <= trends.columns
-    assert not {'hostname', 'osuser', 'check_tags', 'gpu_vbios'} & \
-        trends.columns
-    assert trends.start == now - dt.timedelta(days=90)
-    yours = library.Query('mine', '', 'clusterproof_results | take 1\n')
-    assert needs.reading(yours, None, now) == needs.Reading(None, None)
-    # a shipped query with other settings, or one more step, is still
-    # shipped: the report's outliers read the columns they name
-    shipped = needs.reading(library.shipped()['node_outliers'], None, now)
-    outliers = needs.reading(library.outliers_only(), None, now)
-    assert outliers == shipped and 'hostname' not in outliers.columns
-    edited = library.with_settings(
-        library.shipped()['node_outliers'].text, min_peers='6')
-    assert library.is_shipped(library.Query('node_outliers', '', edited))
-    changed = edited.replace('| where isnotnull', '| where 1 == 1 and isnotnull')
-    assert not library.is_shipped(library.Query('node_outliers', '', changed))
-
-
-def test_files_written_before_the_window_are_not_read(home):
-    results = home / 'results'
-    every = local.stored_files(results, None)
-    recent = local.stored_files(results, query_store.NOW -
-                                dt.timedelta(hours=12))
-    assert len(every) == 2 * query_store.DAYS
-    # the last day's two sessions, and the day before's within the slack
-    assert len(recent) == 4 and set(recent) < set(every)
-    con = local.connect(results, needs.Reading(
-        frozenset({'cluster'}), query_store.NOW - dt.timedelta(hours=12)))
-    columns = [c[0] for c in con.execute(
-        'DESCRIBE "ReFrameResults_CL"').fetchall()]
-    # cluster, and what the base reads (a missing reference is null: it
-    # reads the reference and the verdict too)
-    assert columns == ['TimeGenerated', 'check_job_completion_time',
-                       'record_id', 'cluster', 'check_name',
-                       'check_display_name', 'check_perf_var',
-                       'check_perf_unit', 'check_perf_ref',
-                       'check_perf_result']
 
 
 def test_the_translation_is_cached_and_the_clock_bound_at_each_run(
@@ -202,7 +153,7 @@ def test_memory_is_bounded_and_spills_beside_the_store(home, monkeypatch):
         "SELECT current_setting('memory_limit'), "
         "current_setting('temp_directory')").fetchall()[0]
     assert limit.replace(' ', '') in ('286.1MiB', '300.0MB', '300MB')
-    assert spill == str(home / 'cache' / 'duckdb')
+    assert spill == str(home / 'cache' / 'query' / 'spill')
 
 
 @pytest.mark.parametrize('limit, expected', [
@@ -245,72 +196,6 @@ def test_a_memory_limit_not_read_says_so(home, monkeypatch, limit, said):
         local.connect(home / 'results')
     assert str(refused.value).startswith(f'{local.MEMORY_VARIABLE}={limit}: ')
     assert said in str(refused.value)
-
-
-class OutOfMemoryOnce:
-    """A real DuckDB connection whose first query runs out of memory, as
-    node_outliers --all's final sort did over the loaded table at 640MB."""
-
-    def __init__(self, con):
-        self.con, self.failed = con, False
-
-    def execute(self, sql, *args):
-        query = sql.lstrip().upper().startswith(('SELECT', 'WITH'))
-        if query and not self.failed:
-            self.failed = True
-            raise duckdb.OutOfMemoryException('could not allocate block')
-        return self.con.execute(sql, *args)
-
-    def __getattr__(self, name):
-        return getattr(self.con, name)
-
-
-def test_out_of_memory_before_any_row_moves_the_json_rows_to_parquet(
-        tmp_path):
-    query_store.build(tmp_path)      # just written: read from JSON lines
-    con = local.connect(tmp_path / 'results')
-    counted = ('clusterproof_results | summarize rows = count(), '
-               'ids = dcount(record_id), total = sum(check_perf_value)')
-    expected = local.run(con, counted).rows
-    assert expected[0][0] == expected[0][1]      # the twice-stored row once
-    flaky = OutOfMemoryOnce(con)
-    assert local.run(flaky, counted).rows == expected
-    assert flaky.failed
-    spilled = con.spilled
-    assert spilled.parent == tmp_path / 'cache' / 'duckdb'
-    assert duckdb.sql(f"SELECT count(*) FROM '{spilled}'").fetchall() == \
-        [(expected[0][0] + 1,)]       # every row read, the older copy too
-    # moved already: a second shortage is the error naming the setting
-    again = OutOfMemoryOnce(con)
-    with pytest.raises(local.QueryFailed, match=local.MEMORY_VARIABLE):
-        local.run(again, counted)
-    con.close()
-    assert not spilled.exists()
-
-
-def test_a_spill_a_killed_process_left_is_removed_by_a_later_one(tmp_path):
-    query_store.build(tmp_path)
-    where = tmp_path / 'cache' / 'duckdb'
-    where.mkdir(parents=True)
-    left = where / 'json-lines-1-0f.parquet'      # its process was killed
-    recent = where / 'json-lines-2-1e.parquet'    # another query's, at work
-    other = where / 'duckdb_temp_storage-0.tmp'   # DuckDB's own
-    for path in (left, recent, other):
-        path.write_bytes(b'PAR1')
-    old = time.time() - local.STALE_SPILL.total_seconds() - 60
-    for path in (left, other):
-        os.utime(path, (old, old))
-    con = local.connect(tmp_path / 'results')
-    assert con.spill()
-    assert not left.exists() and recent.exists() and other.exists()
-    con.close()
-
-
-def test_out_of_memory_with_every_row_from_entries_is_the_error(home):
-    con = local.connect(home / 'results')
-    with pytest.raises(local.QueryFailed, match=local.MEMORY_VARIABLE):
-        local.run(OutOfMemoryOnce(con), 'clusterproof_results | count')
-    assert con.spilled is None
 
 
 class Statements:

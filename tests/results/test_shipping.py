@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from config.results import locks
 from config.results.azure import ledger, shipping
 from config.results.rows import schema as row_schema
 
@@ -208,12 +209,12 @@ def test_a_lock_held_by_another_process_is_seen(tmp_path):
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == 'held'
-        assert ledger.is_locked(path)
-        assert not ledger.FileLock(path).acquire()
+        assert locks.is_locked(path)
+        assert not locks.FileLock(path).acquire()
     finally:
         holder.stdin.close()
         holder.wait(10)
-    assert not ledger.is_locked(path)
-    lock = ledger.FileLock(path)
+    assert not locks.is_locked(path)
+    lock = locks.FileLock(path)
     assert lock.acquire()
     lock.release()

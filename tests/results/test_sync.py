@@ -4,6 +4,7 @@ azure-monitor-query clients."""
 import collections
 import re
 
+from config.results import locks
 from config.results.azure import ledger
 from config.results.rows import schema as row_schema
 from config.results.store import files as store
@@ -110,7 +111,7 @@ def test_one_sync_at_a_time_and_running_sessions_are_left(tmp_path,
     running = store_session(home, rows=2)
     finished = store_session(home, rows=2)
     env = session_env(tmp_path, fake_azure)
-    other_sync = ledger.FileLock(home / 'sync.lock')
+    other_sync = locks.FileLock(home / 'sync.lock')
     assert other_sync.acquire()
     try:
         blocked = run_sync(env)
@@ -120,7 +121,7 @@ def test_one_sync_at_a_time_and_running_sessions_are_left(tmp_path,
     assert 'another clusterproof sync is running' in blocked.stderr
     assert fake_azure.uploads == []
 
-    live = ledger.FileLock(ledger.session_lock_path(running.path))
+    live = locks.FileLock(ledger.session_lock_path(running.path))
     assert live.acquire()
     try:
         result = run_sync(env)

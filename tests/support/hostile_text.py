@@ -27,6 +27,12 @@ BANNERS = {
     'babelstream': 'BabelStream\nVersion: 5.0\n'
                    'Function    MBytes/sec  Min (sec)   Max         Average\n',
     'gpu-burn': "Burning for 60 seconds.\n10.0%  proc'd: 10 (7150 Gflop/s) ",
+    'dcgmi': '+---------------------------+------------------------------------'
+             '------------+\n| Diagnostic                | Result          '
+             '                               |\n',
+    'nvlink': 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n',
+    'nvidia-smi': '==============NVSMI LOG==============\n'
+                  'GPU 00000001:00:00.0\n',
 }
 
 # Runs that made regular expressions backtrack: blank lines, a line without

@@ -152,9 +152,7 @@ def make_formatter(session_id: str):
 def flush_timeout() -> float:
     """Seconds the live push may take at session end before it leaves the
     rest to `clusterproof sync` (CLUSTERPROOF_FLUSH_TIMEOUT, default 30)."""
-    from . import live_push
-    return settings_of.seconds('CLUSTERPROOF_FLUSH_TIMEOUT',
-                               live_push.DEFAULT_FLUSH_TIMEOUT)
+    return settings_of.flush_timeout()
 
 
 def handler_config(session_id: str) -> dict | None:

@@ -30,12 +30,13 @@ import requests
 from reframe.core.logging import (HTTPJSONHandler, getlogger,
                                   register_log_handler)
 
+from .. import locks, settings
 from ..handlers import custody
 from . import ledger, shipping
 from ..store import files as store
 
 HANDLER_TYPE = 'clusterproof_httpjson'
-DEFAULT_FLUSH_TIMEOUT = 30.0
+DEFAULT_FLUSH_TIMEOUT = settings.DEFAULT_FLUSH_TIMEOUT_S
 DEFAULT_BACKOFF = [1, 2, 4, 8, 16, 30]
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 30.0
@@ -100,7 +101,7 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
         self.ledger = ledger.Ledger(ledger.ledger_path(store_file))
         self.rejected_file = ledger.rejected_path(store_file)
         self.custody = custody.of(session_id)
-        self.session_lock = ledger.FileLock(
+        self.session_lock = locks.FileLock(
             ledger.session_lock_path(store_file))
         try:
             self.session_lock.acquire()

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import locks
 from . import ledger, shipping
 from ..store import files as store, written_form
 
@@ -84,7 +85,7 @@ class StoredBacklog:
         for path in files:
             if not _wanted(path, session, since):
                 continue
-            if ledger.is_locked(ledger.session_lock_path(path)):
+            if locks.is_locked(ledger.session_lock_path(path)):
                 self.running.append(path.stem)
             else:
                 self.files.append(path)
@@ -495,8 +496,8 @@ def ship_stored(chunks, transport, progress=None, total: int = 0,
     return tally, (stopped[0] if stopped else None)
 
 
-def sync_lock() -> ledger.FileLock:
-    return ledger.FileLock(store.home() / 'sync.lock')
+def sync_lock() -> locks.FileLock:
+    return locks.FileLock(store.home() / 'sync.lock')
 
 
 def default_transport() -> SdkTransport:

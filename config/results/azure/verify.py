@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+from .. import locks
 from . import ingestion, sync as backlog, ledger, shipping
 from ..store import files as store
 
@@ -32,7 +33,7 @@ def acknowledged(min_age: float, days: float) -> backlog.Backlog:
     now = time.time()
     found = backlog.Backlog()
     for path in store.session_files():
-        if ledger.is_locked(ledger.session_lock_path(path)):
+        if locks.is_locked(ledger.session_lock_path(path)):
             continue
         acked = ledger.read_ledger(ledger.ledger_path(path))
         window = {rid for rid, when in acked.items()

@@ -2,24 +2,17 @@
 local store (store_handler.py) and, when configured, Azure Log Analytics."""
 from __future__ import annotations
 
-import os
-
+from .. import settings
 from ..azure import ingestion
 from ..store import files as store
 from .store_handler import SESSION_ID, STORE_HANDLER
 
 
-#: ReFrame's log file level (CLUSTERPROOF_REFRAME_LOG_LEVEL, e.g. debug):
-#: 'verbose' by default, because ReFrame fills every record it logs with the
-#: test's attributes, its deprecated ``variables`` alias among them, and that
-#: costs a walk of the whole stack (README "Acceptance at scale"): its debug
-#: records were two thirds of a 1,000-node plan's dry run.
-LOG_LEVEL_VARIABLE = 'CLUSTERPROOF_REFRAME_LOG_LEVEL'
-DEFAULT_LOG_LEVEL = 'verbose'
+LOG_LEVEL_VARIABLE = settings.REFRAME_LOG_LEVEL
 
 
 def log_level() -> str:
-    return os.environ.get(LOG_LEVEL_VARIABLE) or DEFAULT_LOG_LEVEL
+    return settings.reframe_log_level()
 
 
 def logging_config() -> list[dict]:

@@ -2,9 +2,9 @@
 says what a row holds)."""
 from __future__ import annotations
 
-import os
 import uuid
 
+from .. import settings
 from .schema import (DATA_VERSION, HEALTH_FACILITY, column_names, make_row,
                      now_iso)
 
@@ -13,7 +13,7 @@ ROW_ATTR = '_clusterproof_row'
 
 
 def cluster_name(system: str | None) -> str | None:
-    return os.environ.get('CLUSTERPROOF_CLUSTER') or system
+    return settings.cluster(system)
 
 
 def perf_result(result, ref, lower, upper) -> str | None:

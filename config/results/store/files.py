@@ -33,8 +33,10 @@ import threading
 import uuid
 from pathlib import Path
 
+from .. import settings
 
-HOME_VARIABLE = 'CLUSTERPROOF_HOME'
+
+HOME_VARIABLE = settings.HOME
 # In the end line of a session whose store could not write every row.
 UNSTORED_MARK = 'could not be stored in'
 
@@ -45,12 +47,11 @@ class HomeError(OSError):
 
 
 def home() -> Path:
-    return Path(os.environ.get(HOME_VARIABLE)
-                or Path.home() / '.clusterproof')
+    return settings.home()
 
 
 def _home_error(base: Path, what: str) -> HomeError:
-    where = (f'{HOME_VARIABLE}={base}' if os.environ.get(HOME_VARIABLE)
+    where = (f'{HOME_VARIABLE}={base}' if settings.home_is_set()
              else f'{base} (the default, as {HOME_VARIABLE} is not set)')
     return HomeError(f'cannot use {where}: {what}; point {HOME_VARIABLE} '
                      'at a writable directory')

@@ -1,0 +1,334 @@
+"""The store's index: one DuckDB file holding the rows of every settled
+session file, each record once. The JSON lines stay the store; deleting the
+index only makes the next query build it again. Its tables: ``rows`` (every
+schema column, and the file a row came from), ``ingested`` (each file read:
+its size, modification time and unreadable lines, which are then named
+without reading every file again) and ``meta`` (the store and
+json_lines.fingerprint: either changed, it is built again).
+
+Who writes it: the query that finds work. A file last written more than
+SETTLED_SECONDS ago that the index lacks, or holds at another size or
+time, is read in one transaction, whole, and the older copies of each
+record it holds removed (the latest TimeGenerated kept, as results.kql's
+``arg_max(TimeGenerated, *) by record_id``; the first stored on a tie). A
+file the index holds that shrank or vanished: built again. The files of
+sessions still writing are read at query time (local.py).
+
+Concurrency: DuckDB lets one process write the file, and none read it then
+(https://duckdb.org/docs/stable/connect/concurrency). A lock file beside it
+(flock; ReFrame's results storage keeps one beside its SQLite file) is held
+shared by each command reading the index, exclusively by the one writing.
+A command with work writes only when no command reads; otherwise it reads
+its new files at query time, as those of running sessions. A command that
+finds the index being written waits WAIT_VARIABLE seconds (DEFAULT_WAIT),
+then reads every JSON line itself and says so. The folder is a setting
+(FOLDER_VARIABLE), e.g. a local disk when the home is on NFS.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import os
+import time
+from pathlib import Path
+
+import duckdb
+
+from config.results import batching
+from config.results.store import files as store
+from scripts.query import json_lines
+from scripts.query.json_lines import FILE_COLUMN, sql_string
+
+FOLDER_VARIABLE = 'CLUSTERPROOF_QUERY_INDEX_DIR'
+WAIT_VARIABLE = 'CLUSTERPROOF_QUERY_INDEX_WAIT'
+DEFAULT_WAIT = 10.0
+SETTLED_SECONDS = 600
+NAME, LOCK = 'index.duckdb', 'index.lock'
+ATTACHED = 'clusterproof_index'      # its name on a query's connection
+ROWS = f'{ATTACHED}.rows'
+_OLDEST = "TIMESTAMPTZ '-infinity'"
+_warned = []
+
+
+def folder(results_dir: Path) -> Path:
+    """The query engine's one cache folder: the index, its lock, the
+    translations, DuckDB's spill directory."""
+    chosen = os.environ.get(FOLDER_VARIABLE)
+    return Path(chosen) if chosen else results_dir.parent / 'cache' / 'query'
+
+
+def wait_seconds() -> float:
+    text = os.environ.get(WAIT_VARIABLE) or str(DEFAULT_WAIT)
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        return DEFAULT_WAIT
+
+
+@dataclasses.dataclass(frozen=True)
+class Stored:
+    path: str
+    size: int
+    mtime_ns: int
+
+    def settled(self) -> bool:
+        return self.mtime_ns < (time.time() - SETTLED_SECONDS) * 1e9
+
+
+def listing(results_dir: Path) -> list[Stored]:
+    found = []
+    for path in store.session_files(results_dir):
+        try:
+            stat = path.stat()
+        except OSError:              # gone since listed: nothing to read
+            continue
+        found.append(Stored(str(path), stat.st_size, stat.st_mtime_ns))
+    return found
+
+
+class Lock:
+    """The index's lock file: shared to read, exclusive to write."""
+
+    def __init__(self, path: Path):
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def shared(self, wait: float) -> bool:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.05)
+
+    def exclusive(self) -> bool:
+        """Exclusive now, or False (then no lock is held: flock's change of
+        mode is not atomic)."""
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+@dataclasses.dataclass
+class Plan:
+    """What the index holds of the store's files as listed."""
+    usable: bool                  # nothing in it that the store lost
+    todo: list[Stored]            # settled, new or changed: to ingest
+    live: list[Stored]            # still writing: read at query time
+    unreadable: dict[str, int]    # of the files it serves
+
+
+@dataclasses.dataclass
+class Opened:
+    """How a connection reads the store: the index attached or not, the
+    files read at query time, the index's counts of unreadable lines, a
+    note for the reader, the lock held."""
+    attached: bool
+    live: list[str]
+    unreadable: dict[str, int]
+    note: str | None = None
+    lock: Lock | None = None
+
+
+def open_index(con, results_dir: Path, columns: list[dict],
+               configure) -> Opened:
+    """Attaches the index to *con* (read only), brought up to date first
+    when no other command reads it (*configure*: a writer's settings)."""
+    files = listing(results_dir)
+    every = [f.path for f in files]
+    where = folder(results_dir)
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        lock = Lock(where / LOCK)
+    except OSError as err:
+        return Opened(False, every, {}, f'no query index can be kept in '
+                      f'{where} ({err.strerror}): every JSON line was read')
+    path = where / NAME
+    key = [json_lines.fingerprint(columns), str(results_dir.resolve())]
+    for attempt in (1, 2):
+        if not lock.shared(wait_seconds()):
+            lock.close()
+            return Opened(False, every, {}, f'another command is writing '
+                          f'the query index; waited {wait_seconds():g} s '
+                          f'({WAIT_VARIABLE}), then read every JSON line')
+        plan = _plan(con, path, key, files)
+        if attempt == 2 or (plan.usable and not plan.todo):
+            break
+        _detach(con)
+        if lock.exclusive():
+            _ingest_or_warn(path, key, columns, plan, configure)
+    if not plan.usable:
+        _detach(con)
+        lock.close()
+        return Opened(False, every, {}, 'the query index is not up to date '
+                      '(another command reads it, or it cannot be written): '
+                      'every JSON line was read')
+    return Opened(True, [f.path for f in plan.todo + plan.live],
+                  plan.unreadable, None, lock)
+
+
+def _plan(con, path: Path, key: list[str], files: list[Stored]) -> Plan:
+    known = _attach(con, path, key)
+    if known is None:
+        return Plan(False, [f for f in files if f.settled()],
+                    [f for f in files if not f.settled()], {})
+    listed = {f.path: f for f in files}
+    usable = all(file in listed and listed[file].size >= size
+                 for file, (size, _, _) in known.items())
+    todo, live, unreadable = [], [], {}
+    for f in files:
+        held = known.get(f.path)
+        if held is not None and held[:2] == (f.size, f.mtime_ns):
+            unreadable[f.path] = held[2]
+        else:
+            (todo if f.settled() else live).append(f)
+    return Plan(usable, todo, live, unreadable)
+
+
+def _attach(con, path: Path, key: list[str]):
+    """{file: (size, mtime_ns, unreadable)} of the index, attached; None
+    (not attached) for none, or one of another key, or unreadable."""
+    if not path.exists():
+        return None
+    try:
+        con.execute(f'ATTACH {sql_string(str(path))} AS {ATTACHED} '
+                    '(READ_ONLY)')
+        found = con.execute(f'SELECT fingerprint, store FROM {ATTACHED}.meta'
+                            ).fetchall()
+        if found != [tuple(key)]:
+            _detach(con)
+            return None
+        return {file: (size, mtime, lost) for file, size, mtime, lost in
+                con.execute(f'SELECT * FROM {ATTACHED}.ingested').fetchall()}
+    except duckdb.Error:
+        _detach(con)
+        return None
+
+
+def _detach(con) -> None:
+    con.execute(f'DETACH DATABASE IF EXISTS {ATTACHED}')
+
+
+def _ingest_or_warn(path, key, columns, plan, configure) -> None:
+    try:
+        ingest(path, key, columns, plan.todo, not plan.usable, configure)
+    except duckdb.OutOfMemoryException:
+        raise                        # local.py names the setting
+    except (duckdb.Error, OSError) as err:
+        if not _warned:
+            _warned.append(err)
+            why = getattr(err, 'strerror', None) or str(err).splitlines()[0]
+            store.warn(f'the query index {path} cannot be written ({why}); '
+                       'queries read the JSON lines it lacks (slower)')
+
+
+def ingest(path: Path, key: list[str], columns: list[dict],
+           files: list[Stored], rebuild: bool, configure) -> None:
+    """Adds *files* to the index at *path* in one transaction (a grown
+    one read whole again); *rebuild*: a new index first."""
+    if rebuild:
+        for stale in (path, path.with_name(path.name + '.wal')):
+            stale.unlink(missing_ok=True)
+    con = duckdb.connect(str(path))
+    try:
+        configure(con)
+        con.execute('SET preserve_insertion_order = false')
+        con.begin()
+        if rebuild:
+            con.execute(f'CREATE TABLE rows ({json_lines.definitions(columns)}'
+                        f', "{FILE_COLUMN}" VARCHAR)')
+            con.execute('CREATE TABLE ingested (file VARCHAR, size BIGINT, '
+                        'mtime_ns BIGINT, unreadable BIGINT)')
+            con.execute('CREATE TABLE meta (fingerprint VARCHAR, store '
+                        'VARCHAR)')
+            con.execute('INSERT INTO meta VALUES (?, ?)', key)
+        if files:
+            _append(con, columns, files)
+        con.commit()
+        con.execute('CHECKPOINT')
+    finally:
+        con.close()
+
+
+def _append(con, columns: list[dict], files: list[Stored]) -> None:
+    names = [f.path for f in files]
+    for batch in batching.runs_under(files, _BATCH_BYTES, lambda f: f.size):
+        read = json_lines.select([f.path for f in batch], columns)
+        con.execute(f'INSERT INTO rows {read}')
+    lost = json_lines.unreadable_by_file(con, 'rows', names)
+    con.execute('DELETE FROM rows WHERE record_id IS NULL')
+    _remove_older_copies(con, names)
+    con.execute('DELETE FROM ingested WHERE file IN (SELECT unnest(?))',
+                [names])
+    con.executemany('INSERT INTO ingested VALUES (?, ?, ?, ?)',
+                    [[f.path, f.size, f.mtime_ns, lost[f.path]]
+                     for f in files])
+
+
+# JSON lines an INSERT reads (its rows go to disk as they are inserted).
+_BATCH_BYTES = 256 * 2 ** 20
+
+
+def _remove_older_copies(con, files: list[str]) -> None:
+    """Keeps one row of each record_id that a row of *files* holds."""
+    con.execute(
+        'CREATE TEMP TABLE repeated AS SELECT record_id FROM rows WHERE '
+        f'record_id IN (SELECT record_id FROM rows WHERE "{FILE_COLUMN}" IN '
+        '(SELECT unnest(?))) GROUP BY record_id HAVING count(*) > 1', [files])
+    con.execute(
+        'DELETE FROM rows WHERE rowid IN (SELECT copy FROM (SELECT rowid AS '
+        'copy, row_number() OVER (PARTITION BY record_id ORDER BY '
+        f'coalesce("TimeGenerated", {_OLDEST}) DESC, rowid) AS place FROM '
+        'rows WHERE record_id IN (SELECT record_id FROM repeated)) WHERE '
+        'place > 1)')
+    con.execute('DROP TABLE repeated')
+
+
+def combined(con, live: str | None, attached: bool, selected: str) -> str:
+    """SQL of every row, each record once, of the index and of *live* (a
+    table of rows read at query time, or None): the latest copy of each
+    (a live one on a tie)."""
+    parts = []
+    if attached:
+        replaced = ''
+        if live:
+            con.execute(
+                f'CREATE TEMP TABLE replaced AS SELECT DISTINCT i.record_id '
+                f'FROM {ROWS} i JOIN {live} l ON i.record_id = l.record_id '
+                f'AND {_later("l", "i", ">=")}')
+            if _count(con, 'replaced'):
+                replaced = ' ANTI JOIN replaced USING (record_id)'
+        parts.append(f'SELECT {selected} FROM {ROWS}{replaced}')
+    if live:
+        con.execute(
+            'CREATE TEMP TABLE older AS SELECT copy FROM (SELECT rowid AS '
+            'copy, row_number() OVER (PARTITION BY record_id ORDER BY '
+            f'coalesce("TimeGenerated", {_OLDEST}) DESC, rowid) AS place '
+            f'FROM {live} WHERE record_id IN (SELECT record_id FROM {live} '
+            'GROUP BY record_id HAVING count(*) > 1)) WHERE place > 1')
+        if attached:
+            con.execute(f'INSERT INTO older SELECT l.rowid FROM {live} l '
+                        f'SEMI JOIN {ROWS} i ON i.record_id = l.record_id AND '
+                        f'{_later("i", "l", ">")}')
+        older = (' WHERE rowid NOT IN (SELECT copy FROM older)'
+                 if _count(con, 'older') else '')
+        parts.append(f'SELECT {selected} FROM {live}{older}')
+    return ' UNION ALL '.join(parts)
+
+
+def _later(this: str, that: str, than: str) -> str:
+    return (f'coalesce({this}."TimeGenerated", {_OLDEST}) {than} '
+            f'coalesce({that}."TimeGenerated", {_OLDEST})')
+
+
+def _count(con, table: str) -> int:
+    return con.execute(f'SELECT count(*) FROM {table}').fetchall()[0][0]
