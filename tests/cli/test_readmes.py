@@ -70,7 +70,8 @@ def test_durations_are_found_in_prose_not_in_code_or_quotations():
     text = ('It took 0.27 s and ~1 s, then 12–14 s or 3 minutes.\n'
             'A setting: `CLUSTERPROOF_PROGRESS_S` (default `60`), '
             '`-D 300`.\nThe post says "as low as 1.25 µs".\n'
-            '400 Gb/s and 90 days are no durations.\n')
+            '400 Gb/s and 90 days are no durations.\n'
+            'A tool says it takes 2 minutes ([its guide](https://x.org/a)).\n')
     assert readmes.durations(text) == ['0.27 s', '~1 s', '12–14 s',
                                        '3 minutes']
 

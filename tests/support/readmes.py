@@ -19,6 +19,8 @@ FENCE = re.compile(r'^```(\w*)\n(.*?)^```', re.S | re.M)
 CODE_SPAN = re.compile(r'`[^`\n]*`')
 LINK = re.compile(r'\[([^\]]*)\]\([^)]*\)')
 QUOTATION = re.compile(r'"[^"\n]*"')
+# A link to a page on the web: the sentence's figures are its source's.
+PUBLISHED = re.compile(r'\]\(https?://')
 # A sentence ends at . ! or ? before a space and what starts a sentence.
 SENTENCE_END = re.compile(r'(?<=[.!?])\s+(?=[A-Z0-9*(_"])')
 LIST_ITEM = re.compile(r'([-*]|\d+\.)\s')
@@ -84,13 +86,17 @@ def word_count(sentence: str) -> int:
 
 
 def durations(text: str) -> list[str]:
-    """The durations the prose states, outside code and quotations (a
-    setting's value is written as code; a quotation is its source's)."""
+    """The durations the prose states, outside code and quotations: a
+    setting's value is written as code, a quotation is its source's, and
+    so is a figure in a sentence that links its published source."""
     text = QUOTED_FIGURES.sub('', text)
     found = []
     for unit in prose_units(text):
         unit = QUOTATION.sub('', CODE_SPAN.sub('', unit))
-        found += [match.group(0) for match in DURATION.finditer(unit)]
+        for sentence in SENTENCE_END.split(unit):
+            if not PUBLISHED.search(sentence):
+                found += [match.group(0)
+                          for match in DURATION.finditer(sentence)]
     return found
 
 
