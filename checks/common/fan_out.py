@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import shlex
 
+from .launch import SLURM_SCHEDULERS
+
 FANOUT_DIR = 'fanout'
 STEP_OUT, STEP_ERR, STEP_EXIT = 'step.out', 'step.err', 'exit_code'
 #: A step's exit code when its command was not found (POSIX shells).
 NOT_FOUND_EXIT = 127
-SLURM_SCHEDULERS = ('slurm', 'squeue')
 
 
 #: Between the nodes of a group's label ('hb-1+hb-2'); no host name holds

@@ -20,6 +20,7 @@ import reframe.utility.typecheck as typ
 
 from ..health import dump, fingerprint, judge, rules
 from .job_nodes import NODES_FILE, read_nodes_file
+from .launch import SLURM_SCHEDULERS
 
 SAMPLER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        'health_sample.sh')
@@ -28,7 +29,6 @@ SAMPLES_DIR = 'clusterproof_health'
 FINGERPRINTS_DIR = 'clusterproof_fingerprints'
 # One ReFrame run: the fingerprint is read once per node within it.
 RUN_TOKEN = f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}'
-SLURM = ('slurm', 'squeue')
 # (node, reason) already stored as not available in this ReFrame run: a
 # node without GPU tools says so once, not in every test.
 _NOTED_UNAVAILABLE: set[tuple[str, str]] = set()
@@ -51,7 +51,7 @@ def sample_command(phase: str, sysfs_root: str, fingerprints: str,
     """The job-script line that samples every node of the job."""
     sample = (f'sh ./{SAMPLER_COPY} {phase} {SAMPLES_DIR} '
               f'{shlex.quote(sysfs_root)} {shlex.quote(fingerprints)}')
-    if scheduler in SLURM:
+    if scheduler in SLURM_SCHEDULERS:
         sample = (f'if [ "${{SLURM_JOB_NUM_NODES:-1}}" -gt 1 ]; then srun '
                   f'--overlap --nodes="$SLURM_JOB_NUM_NODES" '
                   f'--ntasks-per-node=1 {sample}; else {sample}; fi')

@@ -20,6 +20,9 @@ from __future__ import annotations
 from reframe.core.backends import getlauncher
 
 OPEN_MPI = ('mpirun', 'mpiexec')
+#: ReFrame's two Slurm schedulers: 'slurm' polls sacct, 'squeue' works
+#: without accounting.
+SLURM_SCHEDULERS = ('slurm', 'squeue')
 
 
 def binding_options(launcher: str, unit: str = 'core',

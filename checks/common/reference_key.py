@@ -81,7 +81,12 @@ FINGERPRINTS = {
     'perftest': {'fields': ('test', 'size', 'bidir', 'gdr', 'layout', 'qps',
                             'duration', 'all_hcas'),
                  'identity': ('test', 'bidir', 'gdr', 'layout')},
-    'nccl': {'fields': ('collective', 'size'), 'identity': ('collective',)},
+    # size: the largest message; min_size: the smallest (a sweep, or the
+    # one size of a run such as the health checks'); topo_file: 'none'
+    # (NCCL_TOPO_FILE set empty), 'image' (the image's file, chosen on the
+    # node) or its path; algo: NCCL_ALGO where forced, else 'default'
+    'nccl': {'fields': ('collective', 'size', 'min_size', 'topo_file',
+                        'algo'), 'identity': ('collective',)},
     'osu': {'fields': ('test', 'size', 'ranks_per_node', 'buffer'),
             'identity': ('test', 'buffer')},
     'hpl': {'fields': ('ranks_per_node', 'threads_per_rank', 'nb'),

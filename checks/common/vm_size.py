@@ -32,13 +32,14 @@ import shlex
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
+from . import fan_out
 from .job_nodes import NODES_FILE, read_nodes_file
+from .launch import SLURM_SCHEDULERS
 
 VM_SIZE_FILE = 'clusterproof_vm_size.txt'
 VM_SIZES_DIR = 'clusterproof_vm_sizes'
 TIMEOUT_S = 2
 NODE_PLACEHOLDER = '%n'
-SLURM = ('slurm', 'squeue')
 _NODE_NAME = '"${SLURMD_NODENAME:-$(hostname -s)}"'
 _VM_SIZE = re.compile(r'^[A-Za-z][A-Za-z0-9_-]{0,79}$')
 
@@ -169,12 +170,25 @@ class VmSize(rfm.RegressionTestPlugin):
     #: the job that differs).
     vm_sku_mismatches = variable(typ.Dict[str, str], value={})
 
+    def groups_of_another_sku(self, labels) -> dict[str, str]:
+        """Group label (a node, 'a+b' a pair: fan_out.py) -> the VM size of
+        its first node that is not what the partition declares, for each
+        of *labels* that has one."""
+        found = {}
+        for label in labels:
+            odd = [node for node in fan_out.group_nodes(label)
+                   if node in self.vm_sku_mismatches
+                   and node in self.node_vm_skus]
+            if odd:
+                found[label] = self.node_vm_skus[odd[0]]
+        return found
+
     @run_before('run')
     def _record_vm_size(self):
         url = self.current_partition.extras.get('vm_size_url')
         if self.is_local() or not url:
             return
-        if self.job.scheduler.registered_name in SLURM:
+        if self.job.scheduler.registered_name in SLURM_SCHEDULERS:
             line = record_every_node_command(url)
             self.keep_files.append(VM_SIZES_DIR)
         else:

@@ -23,6 +23,14 @@ inter-node channel across VMs (or multi-node NVLink where the partition or
 -S fabric=mnnvl says so). The reference key holds the collective, the
 largest size, the node count and that fabric (checks/references/nccl.yaml).
 
+The health checks' floors (checks/references/nccl.yaml, azhc) judge only
+NcclHealthCheckAllReduce, which runs all_reduce as
+azurehpc-health-checks' customTests/azure_nccl_allreduce.nhc does: one
+message size, NCCL_TOPO_FILE set empty, data checked (-c 1), the script's
+own environment (extras['nccl_env_azhc']) and no GPU order, judged on its
+"# Avg bus bandwidth". A sweep is shown beside those floors, unjudged: its
+key differs in the smallest size and the topology file.
+
 The GPU order (extras['gpu_binding']) is set inside the job step, on the
 command line (``env CUDA_VISIBLE_DEVICES=... all_reduce_perf ...``): srun
 with --gres rewrites CUDA_VISIBLE_DEVICES for each step, so a value
@@ -34,7 +42,7 @@ import shlex
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
-from ..common import launch
+from ..common import launch, references
 from ..common.benchmark import BenchmarkTest
 from ..parsers.nccl import FABRICS
 
@@ -102,6 +110,9 @@ class NcclBase(BenchmarkTest):
     #: The topology file the job chose (extras['nccl_topo_files']); ''
     #: when none exists or -S nccl_env=NCCL_TOPO_FILE:... fixed it.
     nccl_topo_file = variable(str, value='')
+    #: Whether the job recorded its choice (nccl_topo_file is then what
+    #: the node had, '' for none).
+    nccl_topo_file_recorded = variable(typ.Bool, value=False)
     #: The NVLink domain all nodes of the run share ('<ClusterUUID>/
     #: <CliqueId>'), set by acceptance for its per-domain MNNVL runs.
     nvlink_domain = variable(str, value='')
@@ -125,8 +136,28 @@ class NcclBase(BenchmarkTest):
             return 'nvlink'
         return self.partition_extra('nccl_multinode_fabric', 'ib')
 
+    def topo_file_label(self) -> str:
+        """NCCL_TOPO_FILE as the key reads it: 'none' when unset or set
+        empty, the path set or found on the node, or 'image' while the
+        job's choice among the image's files is not known (a dry run)."""
+        if 'NCCL_TOPO_FILE' in self.env_vars:
+            return self.env_vars['NCCL_TOPO_FILE'] or 'none'
+        if self.nccl_topo_file_recorded:
+            return self.nccl_topo_file or 'none'
+        return 'image' if self.partition_extra('nccl_topo_files') else 'none'
+
     def reference_method(self) -> dict:
-        return {'collective': self.collective, 'size': self.max_bytes}
+        return {'collective': self.collective, 'size': self.max_bytes,
+                'min_size': self.min_bytes,
+                'topo_file': self.topo_file_label(),
+                'algo': self.env_vars.get('NCCL_ALGO') or 'default'}
+
+    def recipe_env(self) -> dict:
+        """NCCL's environment from the partition: Azure's recipes."""
+        return self.partition_extra('nccl_env', {})
+
+    def gpu_order(self) -> str:
+        return self.gpu_binding or self.partition_extra('gpu_binding', '')
 
     def reference_nodes(self) -> int:
         return self.node_count()
@@ -166,8 +197,7 @@ class NcclBase(BenchmarkTest):
     def set_environment(self):
         multinode = (self.partition_extra('nccl_env_multinode', {})
                      if self.multinode else {})
-        env = {**BASE_ENV, **self.partition_extra('nccl_env', {}),
-               **multinode, **self.nccl_env}
+        env = {**BASE_ENV, **self.recipe_env(), **multinode, **self.nccl_env}
         if self.nccl_tests_dir:
             env['PATH'] = f'{self.nccl_tests_dir}:$PATH'
         self.env_vars.update(env)
@@ -186,6 +216,7 @@ class NcclBase(BenchmarkTest):
         try:
             with open(os.path.join(self.stagedir, TOPO_FILE_RECORD)) as fp:
                 self.nccl_topo_file = fp.read(4096).strip()
+            self.nccl_topo_file_recorded = True
         except OSError:
             pass
 
@@ -198,7 +229,7 @@ class NcclBase(BenchmarkTest):
             '-b', self.min_bytes, '-e', self.max_bytes,
             '-f', str(self.step_factor), '-g', str(self.gpus_per_rank),
         ] + self.extra_options
-        binding = self.gpu_binding or self.partition_extra('gpu_binding')
+        binding = self.gpu_order()
         if binding:
             # inside the step: srun --gres would overwrite an export
             self.executable = 'env'
@@ -211,6 +242,42 @@ class NcclSingleNode(NcclBase):
     descr = 'nccl-tests on one GPU VM, one rank per GPU'
     # one run per node: a batch of nodes is one job (fanned_job.py)
     fans_out = True
+
+
+@rfm.simple_test
+class NcclHealthCheckAllReduce(NcclBase):
+    """all_reduce on one VM as azurehpc-health-checks runs it (commit
+    0e0a1ac, customTests/azure_nccl_allreduce.nhc): `all_reduce_perf -b S
+    -e S -f 2 -g 1 -c 1` at the size of the SKU's conf, `-x
+    NCCL_TOPO_FILE=` (the conf's topology file argument is not used), its
+    -x variables only (extras['nccl_env_azhc']), no CUDA_VISIBLE_DEVICES,
+    one rank per GPU bound to its NUMA domain; its "# Avg bus bandwidth"
+    (avg_busbw) is what the conf's floor judges. On a SKU the health
+    checks give no floor (checks/references/nccl.yaml, azhc) it runs the
+    same way at max_bytes, without a verdict."""
+    descr = ('nccl-tests all_reduce at one size, as azurehpc-health-checks '
+             'runs it where its floors judge')
+    fans_out = True
+    collective = parameter(['all_reduce'])
+
+    #: The reference entry whose method this check follows.
+    HEALTH_CHECK_ENTRY = 'azhc'
+
+    def recipe_env(self) -> dict:
+        return self.partition_extra('nccl_env_azhc', {})
+
+    def gpu_order(self) -> str:
+        return self.gpu_binding
+
+    @run_after('setup')
+    def follow_the_health_checks(self):
+        entry = references.entries(self.reference_family, self.vm_sku()).get(
+            self.HEALTH_CHECK_ENTRY) or {}
+        size = (entry.get('method') or {}).get('size') or self.max_bytes
+        self.min_bytes = self.max_bytes = size
+        self.step_factor = 2
+        self.extra_options = [*self.extra_options, '-c', '1']
+        self.env_vars.setdefault('NCCL_TOPO_FILE', '')
 
 
 @rfm.simple_test

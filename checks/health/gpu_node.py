@@ -224,11 +224,32 @@ def diagnostics(node: str, parsed, smi_text: str, rules: dict
                     'category': result['category'], 'status': status,
                     'code': result['code'], 'message': result['message']}))
         if status == dcgmi.FAIL and gpu is not None:
+            said = reason[len(f'GPU {gpu} '):] \
+                if reason.startswith(f'GPU {gpu} ') else reason
             collector.result.findings.append(judge.Finding(
-                node, device, metric, judge.FAIL, f'GPU {gpu} DCGM {reason}'
-                if not reason.startswith(f'GPU {gpu} ') else f'DCGM {reason}',
+                node, device, metric, judge.FAIL, f'GPU {gpu} DCGM {said}',
                 1.0, 0, source))
         _named(collector, ids.get(gpu, {'index': gpu})
                if gpu is not None else None)
     skipped = sorted(p for p, s in by_plugin.items() if s == {dcgmi.SKIP})
     return collector.result, internal, skipped
+
+
+def diag_not_measured(parsed, text: str, hint: str) -> str | None:
+    """Why a ``dcgmi diag`` measured nothing (a plugin skipped on every GPU
+    is not measured, never a pass), or None: every test plugin beyond the
+    deployment checks skipped, or no host engine to talk to."""
+    results = parsed.details.get('results', [])
+    tested = {r['status'] for r in results if r['category'] != 'Deployment'}
+    if results and tested <= {dcgmi.SKIP}:
+        plugins = sorted({r['plugin'] for r in results
+                          if r['category'] != 'Deployment'})
+        return ('dcgmi diag: every test plugin was skipped on every GPU '
+                '(not measured): ' + (', '.join(plugins) or 'none ran'))
+    lowered = text.lower()
+    if not results and ('host engine' in lowered or
+                        'unable to establish a connection' in lowered):
+        first = next((line.strip() for line in text.splitlines()
+                      if line.strip()), '')
+        return f'dcgmi cannot reach DCGM ({first[:120]}): {hint}'
+    return None

@@ -39,7 +39,6 @@ from ..parsers import perftest as perftest_parser
 
 SCRIPT = 'perftest_hcas.sh'
 # ReFrame's names of the Slurm backends (sacct and squeue polling)
-SLURM_SCHEDULERS = ('slurm', 'squeue')
 GPU_MSG_SIZE = 8 * 2 ** 20
 HOST_MSG_SIZE = 2 ** 20
 HOST_QPS = 2
@@ -308,7 +307,7 @@ class PerftestBase(BenchmarkTest):
     @run_after('setup')
     def set_layout(self):
         scheduler = self.current_partition.scheduler.registered_name
-        self.skip_if(scheduler not in SLURM_SCHEDULERS,
+        self.skip_if(scheduler not in launch.SLURM_SCHEDULERS,
                      f'{self.current_partition.fullname}: the pair script '
                      'starts its own steps with srun and reads '
                      '$SLURM_JOB_NODELIST: Slurm partitions only')

@@ -88,7 +88,7 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
         possible (one node, no Slurm) the file is written where rank 0 runs
         and the run is not judged."""
         scheduler = self.current_partition.scheduler.registered_name
-        if self.num_nodes > 1 and scheduler in ('slurm', 'squeue'):
+        if self.num_nodes > 1 and scheduler in launch.SLURM_SCHEDULERS:
             self.source_cache = ('written on the last node of the job, read '
                                  'by rank 0 on the first')
             return ('srun --overlap --mpi=none -N1 -n1 -w "$(scontrol show '

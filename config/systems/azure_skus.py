@@ -35,9 +35,20 @@ _FAMILIES = {
 }
 
 
+def _family(name: str, vm_sku: str) -> dict:
+    """A constrained-core size (its facts name a full_size) is described
+    as its full size, with its own core count."""
+    full_size = sku_facts.value(vm_sku, 'full_size')
+    if name in _FAMILIES or not full_size:
+        return _FAMILIES[name]
+    full = _FAMILIES[sku_facts.load()[full_size]['partition']['value']]
+    cores = sku_facts.value(vm_sku, 'cores_per_node')
+    return {**full, 'descr': f"{full['descr']}; {cores} of its cores"}
+
+
 def _sku(name):
     vm_sku = sku_facts.by_partition()[name]
-    family = _FAMILIES[name]
+    family = _family(name, vm_sku)
     extras = {**sku_facts.extras(vm_sku), **family.get('extras', {})}
     return {'descr': family['descr'], 'extras': extras}
 

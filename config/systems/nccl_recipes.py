@@ -89,6 +89,11 @@ _GRACE_BLACKWELL = {
     'MELLANOX_VISIBLE_DEVICES': ('all', AIOA_GRACE_BLACKWELL),
 }
 
+# What azure_nccl_allreduce.nhc itself sets (-x ...), for the check that
+# follows its method (checks/gpu/nccl.py, NcclHealthCheckAllReduce): the
+# recipes' tuning of the families above is not part of it.
+AZHC_METHOD = {**_AZHC, **_AZHC_BOOTSTRAP}
+
 # family -> (every run, across VMs only, topology files to try in order)
 RECIPES = {
     'ndv4': (_NDV4, {}, ['/opt/microsoft/ndv4/topo.xml',
@@ -113,4 +118,6 @@ def nccl_extras(family: str) -> dict:
         'nccl_env_sources': {name: source for name, (_, source)
                              in {**every, **multinode}.items()},
         'nccl_topo_files': list(topo_files),
+        'nccl_env_azhc': {name: value
+                          for name, (value, _) in AZHC_METHOD.items()},
     }

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from checks.common import site_baseline
-from config.results.rows import builder
+from config.results.rows import builder, judge
 
 from . import health
 from .findings import (BAD, FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
@@ -163,7 +163,7 @@ def _metric_findings(case: dict, base: dict, group: str) -> list[Finding]:
         metric, measured = builder.split_group(key.split(':')[-1], group_of)
         if group_of and measured != group:
             continue   # another node's or pair's value of a batch case
-        verdict = builder.perf_result(result, ref, lower, upper)
+        verdict = judge.perf_result(result, ref, lower, upper)
         found.append(Finding(**base, verdict=verdict or PASS,
                              metric=metric, value=value,
                              unit=unit, reference=ref,

@@ -2,7 +2,7 @@
 bad node, after the verdicts are final.
 
 A node is reported when it is bad, one of its failures is confirmed (it
-failed every re-measurement: --confirm, or ReFrame's --retry-failed), that
+failed every re-measurement of --confirm N), that
 failure maps to a category (categories.py), and the node tells its VM id
 and physical host (identity.py). Nothing else is reported, and the summary
 says why for each bad node left out. More nodes to report than
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from config.results import settings
 from config.results.rows import builder, schema as row_schema
 from scripts.acceptance import verdicts
-from scripts.acceptance.findings import FAIL, PUBLISHED, Finding
+from scripts.acceptance.findings import FAIL, Finding
 
 from . import categories, identity, impact_api, ledger
 
@@ -32,6 +32,7 @@ NAMESPACE = uuid.UUID('6b1f4f0e-5a55-4c1e-9a51-2f6c3c0de040')
 DESCRIPTION_LIMIT = 2000
 DEFAULT_FRACTION = 0.1
 ROW_METRIC = 'guest_health_report'
+ROW_TEST = 'GuestHealthReport'
 
 
 @dataclass
@@ -60,10 +61,18 @@ def confirmed(finding: Finding) -> tuple[bool, str]:
                           're-measurement(s) too')
         return False, ('not confirmed: re-measured as '
                        + ', '.join(map(str, finding.confirmations)))
-    if finding.attempts > 1 and finding.basis in (PUBLISHED, None):
-        return True, f'failed all {finding.attempts} attempts'
+    # ReFrame's own retries (--retry-failed) are not enough: a batch job
+    # is retried when any of its nodes failed, so a later attempt's
+    # failure need not be this node's second one
     return False, ('not confirmed: measured once (run with --confirm N to '
                    're-measure a failure before it is reported)')
+
+
+# The first category of the table goes first (an XID's own category, not
+# in the table, before all)
+_ORDER: dict[str, int] = {}
+for _index, _mapping in enumerate(categories.MAPPINGS):
+    _ORDER.setdefault(_mapping.category, _index)
 
 
 def plan(node_verdicts) -> list[Plan]:
@@ -88,8 +97,7 @@ def plan(node_verdicts) -> list[Plan]:
             plans.append(Plan(v.node, v.partition, why_not='; '.join(
                 reasons) or 'no failure of its own'))
             continue
-        order = {m.category: i for i, m in enumerate(categories.MAPPINGS)}
-        chosen.sort(key=lambda fm: order.get(fm[1].category, -1))
+        chosen.sort(key=lambda fm: _ORDER.get(fm[1].category, -1))
         finding, mapping = chosen[0]
         plans.append(Plan(v.node, v.partition, finding, mapping, [
             f for f, m in chosen if m.category == mapping.category]))
@@ -300,9 +308,10 @@ def _send_one(p: Plan, session_id, started, dry_run, say, probe) -> dict:
 def rows(result: dict | None, session_id: str,
          summary_facility: str) -> list[dict]:
     """One store row per report sent (whatever Azure answered), so KQL
-    shows what was reported when: check_perf_var 'guest_health_report',
-    informational, the judged row's record_id, the report in
-    guest_health_report."""
+    shows what was reported when: a test of its own (ROW_TEST, so that no
+    query takes it for a result of the check that failed, nor for a verdict
+    about its row: no judged_record_id), informational, the report and
+    the finding it is about in guest_health_report."""
     made = []
     for r in (result or {}).get('reports', []):
         if r.get('state') == 'dry_run':
@@ -317,22 +326,21 @@ def rows(result: dict | None, session_id: str,
             'check_tags': ['acceptance'],
             'cluster': builder.cluster_name(system),
             'check_system': system, 'check_partition': partition,
-            'check_name': r['check'].split('%')[0].strip(),
-            'check_display_name': r['check'],
+            'check_name': ROW_TEST, 'check_display_name': ROW_TEST,
             'check_perf_var': ROW_METRIC, 'device': r.get('device'),
             'check_perf_result': 'informational',
             'check_result': 'informational',
             'check_fail_reason': r['detail'],
             'check_jobid': r.get('jobid'),
             'check_job_nodelist': [r['node']],
-            'judged_record_id': r.get('judged_record_id'),
             ROW_METRIC: {
                 'name': r['name'], 'category': r['category'],
                 'state': r['state'], 'http_status': answer.get('status'),
                 'impacted_resource_id': r['impacted_resource_id'],
                 'physical_host_name': r['physical_host'],
                 'subscription': r['subscription'],
-                'finding': r.get('metric') or r['check']},
+                'check': r['check'], 'metric': r.get('metric'),
+                'judged_record_id': r.get('judged_record_id')},
         }))
     return made
 

@@ -63,3 +63,60 @@ def test_one_slow_gpu_of_one_node_is_named_and_no_other(sandbox_env):
 def stored_rows_of(env):
     from pathlib import Path
     return stored_rows(Path(env['CLUSTERPROOF_HOME']))
+
+
+# --- the compute check on its own, on the sandbox ---------------------------
+
+def run_compute(tmp_path, slurm_sandbox, gpus, **env):
+    """GpuComputeQuick on one sandbox ndv5 node with *gpus* pretend GPUs;
+    the gpu_burn stand-in replays a real output (tests/support/data/gemm-burn)."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+    from tests.support.helpers import REPO, STANDINS, suite_env
+    environ = suite_env(tmp_path / 'home', {
+        **slurm_sandbox.env, 'CLUSTERPROOF_SANDBOX_GPUS': str(gpus),
+        'PATH': f'{STANDINS}{os.pathsep}{os.environ["PATH"]}', **env})
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / 'reframe'), '-C',
+         str(REPO / 'config' / 'config.py'), '--system', 'sandbox:ndv5',
+         '-c', 'checks/gpu/compute.py', '-n', 'GpuComputeQuick', '-r',
+         '--prefix', str(tmp_path / 'rfm')], env=environ, cwd=str(REPO),
+        capture_output=True, text=True, timeout=600)
+    return done, re.sub(r'\x1b\[[0-9;]*m', '', done.stdout + done.stderr)
+
+
+def test_compute_gives_each_gpu_its_gemm_rate(tmp_path, slurm_sandbox):
+    done, out = run_compute(tmp_path, slurm_sandbox, 8)
+    assert done.returncode == 0, out
+    # the last progress record of the recording (line 21)
+    assert 'P: gflops_gpu0: 16942.0 Gflop/s' in out
+    assert 'P: gflops_gpu1: 17093.0 Gflop/s' in out
+    assert 'P: errors_gpu7: 0.0 count' in out
+    rows = [r for r in stored_rows_of({'CLUSTERPROOF_HOME':
+                                       str(tmp_path / 'home')})
+            if r['check_perf_var'] == 'gflops'
+            and r['check_perf_value'] is not None]
+    assert sorted(r['device'] for r in rows) == [f'gpu{i}' for i in
+                                                 range(8)]
+    # gpu_burn is the tool of the key: no published level judges it
+    assert {r['check_perf_result'] for r in rows} == {'no_reference'}
+    assert {r['reference_key'].split('|')[2] for r in rows} == {
+        'precision=double+tensor_cores,seconds=60,tool=gpu_burn'}
+    script = next((tmp_path / 'rfm').rglob('rfm_job.sh')).read_text()
+    assert '\ngpu_burn -d -tc 60\n' in script
+
+
+def test_faulty_gpus_fail_the_run_by_name_whatever_the_exit_code(
+        tmp_path, slurm_sandbox):
+    from tests.support.helpers import REPO
+    faulty = REPO / 'tests' / 'support' / 'data' / 'gemm-burn' / \
+        'gpu_burn-16GPU-all-FAULTY-negative-error-counts-issue12-excerpt.out'
+    done, out = run_compute(tmp_path, slurm_sandbox, 16,
+                            CLUSTERPROOF_REPLAY_GPU_BURN=str(faulty))
+    assert done.returncode != 0, out
+    assert 'sanity error: gpu_burn calls GPU 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ' \
+        '10, 11, 12, 13, 14, 15 FAULTY; GPU 1: -524288000 compute ' \
+        'errors' in out

@@ -98,6 +98,18 @@ def test_a_confirmed_bad_node_is_reported_followed_and_taken_back(
              if r['check_perf_var'] == 'triad_bw'}
     assert hosts == {n: host_of(n) + '.example' for n in NODES}
     assert not any(t in json.dumps(summary) for t in impact_api.tokens)
+    # KQL's latest verdict of sb-n3's STREAM is still its failure; the
+    # report is a line of its own
+    latest = subprocess.run(
+        [sys.executable, str(REPO / 'scripts' / 'clusterproof'), 'query',
+         'latest_by_node', '--json'], env=env, cwd=str(REPO),
+        capture_output=True, text=True, timeout=300)
+    assert latest.returncode == 0, latest.stderr
+    verdicts = {(r['node'], r['check_name']): r['check_result']
+                for r in json.loads(latest.stdout)
+                if r['node'] == 'sb-n3'}
+    assert verdicts[('sb-n3', 'StreamCheck')] == 'fail'
+    assert verdicts[('sb-n3', 'GuestHealthReport')] == 'informational'
 
     # follow up: Azure took the host out of service, the operator is told
     # to deallocate the VM

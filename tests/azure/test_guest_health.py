@@ -189,6 +189,11 @@ def test_a_confirmed_bad_node_is_reported_once_with_its_evidence(
     assert row['check_job_nodelist'] == ['sb-n1']
     assert row['guest_health_report']['name'] == report['name']
     assert row['guest_health_report']['physical_host_name'] == 'GGBB90904471'
+    # a test of its own: no query takes it for a StreamCheck result, nor
+    # for a verdict about the failing row
+    assert row['check_name'] == 'GuestHealthReport'
+    assert row['judged_record_id'] is None
+    assert row['guest_health_report']['check'] == 'StreamCheck'
     # a later run does not report the node again while the report is open
     again, _ = send([bad('sb-n1', stream_fail('sb-n1'))])
     assert again['reports'] == [] and len(impact_api.puts) == 1
@@ -391,3 +396,16 @@ def test_a_gpu_finding_names_the_gpu_in_the_documented_fields(nodes,
                             ('GpuMemoryBandwidth', 'GPUMemoryBWFailure')):
         assert categories.mapping_for(check).category == \
             f'Resource.Hpc.Unhealthy.{category}'
+
+
+def test_azure_reports_lists_the_ledger(nodes, impact_api, capsys):
+    from scripts.cli import main as cli
+    assert cli.main(['azure-reports']) == 0
+    assert capsys.readouterr().out.startswith('no Guest Health Report sent')
+    impact_api.onboarded.add(SUB)
+    result, _ = send([bad('sb-n1', stream_fail('sb-n1'))])
+    assert cli.main(['azure-reports']) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.split()[1:] == [
+        'sb-n1', 'Resource.Hpc.Unhealthy.CPUPerformance', 'host',
+        'GGBB90904471', 'filed', result['reports'][0]['name']]

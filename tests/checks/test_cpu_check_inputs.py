@@ -11,17 +11,19 @@ def _extras(partition):
 
 
 def test_stream_array_minimum_from_published_l3():
-    # 4 x 2.3 GB L3 (HBv4/HX), 4 x 1.536 GB (HBv3), in 8-byte elements
-    for partition, elements in (('hbv4', 1_150_000_000),
-                                ('hx', 1_150_000_000),
-                                ('hbv3', 768_000_000)):
+    # 4 x the L3 in 8-byte elements: 24 x 96 MiB (HBv4/HX), 16 x 96 MiB
+    # (HBv3), 48 x 32 MiB (HBv5 and its constrained sizes)
+    for partition, elements in (('hbv4', 1_207_959_552),
+                                ('hx', 1_207_959_552),
+                                ('hbv3', 805_306_368),
+                                ('hbv5', 805_306_368),
+                                ('hbv5_48', 805_306_368)):
         assert stream.minimum_array_elements(
             _extras(partition)['l3_bytes']) == elements
 
 
-def test_stream_array_minimum_on_hbv5_is_the_published_run():
-    # no L3 size is published for HBv5: its reference run's array size
-    assert 'l3_bytes' not in _extras('hbv5')
+def test_stream_array_minimum_without_l3_is_the_published_run():
+    # where no L3 size is published: the reference run's array size
     assert stream.minimum_array_elements(None, 1, 327_680_000) == 327_680_000
 
 
@@ -39,18 +41,21 @@ def test_rpeak_only_from_published_facts():
     # HBv5: 368 cores x 3.5 GHz base x 16 FP64 FLOPs/cycle (Zen 4)
     peak = lookup_peaks('hpl', 'Standard_HB368rs_v5')['gflops']
     assert peak.value == 368 * 3.5 * 16
-    assert 'HBv5' in peak.source and '3.5 GHz' in peak.derivation
+    assert 'hbv5-series.md' in peak.source and '3.5 GHz' in peak.derivation
     # HBv4: 176 cores x 2.4 GHz base (Azure's size table) x 16; each
     # constrained size with its own cores
     assert lookup_peaks('hpl', 'Standard_HB176rs_v4')['gflops'].value == \
         pytest.approx(176 * 2.4 * 16)
     assert lookup_peaks('hpl', 'Standard_HB176-24rs_v4')['gflops'].value \
         == pytest.approx(24 * 2.4 * 16)
-    # HBv3 and HX base clocks are not in our sources: no Rpeak
-    assert lookup_peaks('hpl', 'Standard_HB120rs_v3') == {}
-    assert lookup_peaks('hpl', 'Standard_HX176rs') == {}
-    # constrained-core HBv5 sizes have fewer cores: not the 368-core peak
-    assert lookup_peaks('hpl', 'Standard_HB368-336rs_v5') == {}
+    # HBv3: 1.9 GHz base (Zen 3, 16 FLOPs/cycle); HX: 2.4 GHz base
+    assert lookup_peaks('hpl', 'Standard_HB120rs_v3')['gflops'].value == \
+        pytest.approx(120 * 1.9 * 16)
+    assert lookup_peaks('hpl', 'Standard_HX176rs')['gflops'].value == \
+        pytest.approx(176 * 2.4 * 16)
+    # constrained-core HBv5 sizes: their own cores, not the 368-core peak
+    assert lookup_peaks('hpl', 'Standard_HB368-336rs_v5')['gflops'].value \
+        == pytest.approx(336 * 3.5 * 16)
 
 
 def test_azure_hpl_figures_are_references_without_verdict():
@@ -78,7 +83,9 @@ def test_memory_bandwidth_peaks_are_channels_times_rate():
     # 4 NUMA x 4 channels x 3200 MT/s x 8 B
     assert lookup_peaks('stream', 'Standard_HB120rs_v3')['triad_bw'].value \
         == 409600
-    assert lookup_peaks('stream', 'Standard_HB368rs_v5') == {}
+    # HBv5's HBM: Azure's published 6.7 TB/s (no channel count published)
+    assert lookup_peaks('stream', 'Standard_HB368rs_v5')['triad_bw'].value \
+        == 6_700_000
 
 
 def test_hpl_block_size_by_blas_family():

@@ -184,4 +184,22 @@ def test_dcgm_internal_errors_and_skips_name_no_gpu():
     assert finding.gpu == {'index': 0, 'bus_id': '00000001:00:00.0',
                            'serial': '1651323018200'}
     assert finding.reason.startswith(
-        'DCGM GPU 0 GPU Memory fail (DCGM_FR_THERMAL_VIOLATIONS_TS)')
+        'GPU 0 DCGM GPU Memory fail (DCGM_FR_THERMAL_VIOLATIONS_TS)')
+
+
+def test_a_diagnostic_that_measured_nothing_says_why():
+    skipped = (NODE / 'ndv5-8gpu-dcgmi-diag-r3-json-all-skip_composed.out'
+               ).read_text()
+    assert gpu_node.diag_not_measured(dcgmi.parse(skipped), skipped, 'h') \
+        == ('dcgmi diag: every test plugin was skipped on every GPU (not '
+            'measured): diagnostic')
+    ran = (NODE / 'ndv5-8gpu-dcgmi-diag-r3-json_composed.out').read_text()
+    assert gpu_node.diag_not_measured(dcgmi.parse(ran), ran, 'h') is None
+    # dcgmi's words where no nv-hostengine runs, as quoted in
+    # https://github.com/NVIDIA/DCGM/issues/57 (and #133)
+    down = 'Error: unable to establish a connection to the specified host: ' \
+        'localhost\nError: Unable to connect to host engine. Host engine ' \
+        'connection invalid/disconnected.\n'
+    assert gpu_node.diag_not_measured(dcgmi.parse(down), down, 'start it') \
+        == ('dcgmi cannot reach DCGM (Error: unable to establish a '
+            'connection to the specified host: localhost): start it')

@@ -3,9 +3,9 @@ on the sandbox Slurm: its CPU-only ndv5 nodes pretend to be ND H100 v5 VMs
 (CLUSTERPROOF_SANDBOX_GPUS=8), and stand-ins of nvidia-smi and dcgmi
 (tests/support/standins/gpu) replay composed ND H100 v5 outputs
 (tests/support/data/gpu-node/PROVENANCE.md), checking their own command
-lines. On sb-n2 GPU 5 has NVLink 3 down, on sb-n3 GPU 5 is missing:
-acceptance's verdicts, summary, table and Slurm drain reasons name those two
-GPUs (index, bus id, serial) and no other, and every row about a GPU
+lines. On sb-n2 GPU 5 has NVLink 3 down, on sb-n3 GPU 5 is missing, on
+sb-n5 GPU 2 fails DCGM's diagnostic: acceptance's verdicts, summary, table
+and Slurm drain reasons name those three GPUs (index, bus id, serial) and no other, and every row about a GPU
 carries its index, bus id and serial."""
 import os
 import re
@@ -22,6 +22,8 @@ SEVEN = DATA / 'ndv5-7gpu-gpu5-missing-nvidia-smi-q_composed.txt'
 LINKS = DATA / 'ndv5-8gpu-nvlink-s_composed.txt'
 LINK_DOWN = DATA / 'ndv5-8gpu-nvlink-s-gpu5-link3-inactive_composed.txt'
 DIAG = DATA / 'ndv5-8gpu-dcgmi-diag-r3-json_composed.out'
+DIAG_GPU2_FAILS = DATA / 'ndv5-8gpu-dcgmi-diag-r3-json-gpu2-fail_composed.out'
+DIAG_SKIPPED = DATA / 'ndv5-8gpu-dcgmi-diag-r3-json-all-skip_composed.out'
 CHECKS = ['GpuInventory', 'GpuNvlink', 'GpuDiag']
 
 
@@ -34,15 +36,16 @@ def test_acceptance_names_the_broken_gpus_and_no_other(sandbox_env):
            'CLUSTERPROOF_REPLAY_GPU_NVLINK': str(LINKS),
            'CLUSTERPROOF_REPLAY_GPU_NVLINK_SB_N2': str(LINK_DOWN),
            'CLUSTERPROOF_REPLAY_DCGMI': str(DIAG),
+           'CLUSTERPROOF_REPLAY_DCGMI_SB_N5': str(DIAG_GPU2_FAILS),
            # acceptance runs level 3 (the stand-in refuses any other)
            'CLUSTERPROOF_REPLAY_DCGMI_LEVEL': '3'}
     result, summary = acceptance(env, '--system', 'sandbox', '--partition',
                                  'ndv5', '--checks', 'checks/gpu/gpu_node.py',
-                                 '--drain', '--max-drain', '2')
+                                 '--drain', '--max-drain', '3')
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
-    assert verdict_of(summary) == expected('good', {'sb-n2': 'bad',
-                                                    'sb-n3': 'bad'}), out
+    assert verdict_of(summary) == expected('good', {
+        'sb-n2': 'bad', 'sb-n3': 'bad', 'sb-n5': 'bad'}), out
     # every node ran the three checks, one job each
     assert {(f['check'], n['node']) for n in summary['nodes']
             for f in n['findings']} == {(c, node) for c in CHECKS
@@ -63,7 +66,15 @@ def test_acceptance_names_the_broken_gpus_and_no_other(sandbox_env):
                    'health: GPU 5 (bus 0000000A:00:00.0) missing: no GPU at '
                    'bus 0000000A:00:00.0 (nvidia-smi shows 7 of 8)',
                    {'index': 5, 'bus_id': '0000000A:00:00.0',
-                    'serial': None})]}, out
+                    'serial': None})],
+        # DCGM's code and message, the GPU's bus id and serial
+        'sb-n5': [('GpuDiag',
+                   'health: GPU 2 (bus 00000003:00:00.0, serial '
+                   '1651323018202) DCGM diagnostic fail '
+                   '(DCGM_FR_FAULTY_MEMORY): Found 1 faulty memory elements '
+                   'on GPU 2',
+                   {'index': 2, 'bus_id': '00000003:00:00.0',
+                    'serial': '1651323018202'})]}, out
     # sb-n3's count of GPUs is also below its peers' (7 of 8)
     [count] = [f for n in summary['nodes'] if n['node'] == 'sb-n3'
                for f in n['findings'] if f['verdict'] == 'fail'
@@ -71,19 +82,20 @@ def test_acceptance_names_the_broken_gpus_and_no_other(sandbox_env):
     assert (count['metric'], count['value'], count['basis']) == \
         ('gpus_found', 7, 'peers')
     # the table printed names them, and no other GPU
-    assert re.findall(r'GPU (\d+) \(bus', out).count('5') == \
-        len(re.findall(r'GPU (\d+) \(bus', out)) > 0, out
+    assert set(re.findall(r'GPU (\d+) \(bus', out)) == {'5', '2'}, out
     assert 'GPU 5 (bus 0000000A:00:00.0, serial 1651323018205) NVLink 3 ' \
         'inactive' in out
     # Slurm's drain reasons carry the GPU
     reasons = dict(line.split('|', 1) for line in subprocess.run(
-        ['sinfo', '-h', '-N', '-n', 'sb-n2,sb-n3', '-o', '%N|%E'],
+        ['sinfo', '-h', '-N', '-n', 'sb-n2,sb-n3,sb-n5', '-o', '%N|%E'],
         capture_output=True, text=True, check=True).stdout.split('\n')
         if line)
     assert 'GpuNvlink health: GPU 5 (bus 0000000A:00:00.0, serial ' \
         '1651323018205) NVLink 3 inactive' in reasons['sb-n2'], reasons
     assert 'GpuInventory health: GPU 5 (bus 0000000A:00:00.0) missing' in \
         reasons['sb-n3'], reasons
+    assert 'GpuDiag health: GPU 2 (bus 00000003:00:00.0, serial ' \
+        '1651323018202) DCGM diagnostic fail' in reasons['sb-n5'], reasons
     # the rows: one per GPU and check, each naming its GPU
     rows = [r for r in stored_rows(Path(env['CLUSTERPROOF_HOME']))
             if r['facility'] == 'clusterproof-health']
@@ -102,10 +114,32 @@ def test_acceptance_names_the_broken_gpus_and_no_other(sandbox_env):
         ('fail', '0000000A:00:00.0')
     diag = [r for r in rows if r['check_perf_var'] == 'dcgm_diagnostic']
     assert len(diag) == 8 * len(NODES)
-    assert {r['check_perf_result'] for r in diag} == {'pass'}
+    assert {(r['check_job_nodelist'][0], r['gpu_index'])
+            for r in diag if r['check_perf_result'] == 'fail'} == \
+        {('sb-n5', 2)}
     assert {(r['gpu_index'], r['gpu_serial']) for r in diag
             if r['check_job_nodelist'] == ['sb-n4']} == {
         (i, f'16513230182{i:02d}') for i in range(8)}
     failing = {(r['check_job_nodelist'][0], r['gpu_index'])
                for r in rows if r['check_perf_result'] == 'fail'}
-    assert failing == {('sb-n2', 5), ('sb-n3', 5)}
+    assert failing == {('sb-n2', 5), ('sb-n3', 5), ('sb-n5', 2)}
+
+
+def test_a_diagnostic_that_skipped_everything_is_not_measured(sandbox_env):
+    env = {**sandbox_env, 'CLUSTERPROOF_SANDBOX_GPUS': '8',
+           'PATH': os.pathsep.join([str(STANDINS / 'gpu'),
+                                    sandbox_env['PATH']]),
+           'CLUSTERPROOF_REPLAY_GPU_Q': str(EIGHT),
+           'CLUSTERPROOF_REPLAY_DCGMI': str(DIAG),
+           'CLUSTERPROOF_REPLAY_DCGMI_SB_N4': str(DIAG_SKIPPED)}
+    result, summary = acceptance(env, '--system', 'sandbox', '--partition',
+                                 'ndv5', '--checks', 'checks/gpu/gpu_node.py',
+                                 '--exclude', '^Gpu(Inventory|Nvlink)')
+    out = result.stdout + result.stderr
+    assert verdict_of(summary) == expected(
+        'good', {'sb-n4': 'not_measured'}), out
+    [gap] = [f for n in summary['nodes'] if n['node'] == 'sb-n4'
+             for f in n['findings'] if f['verdict'] == 'not_measured']
+    assert gap['check'] == 'GpuDiag'
+    assert 'every test plugin was skipped on every GPU (not measured): ' \
+        'diagnostic' in gap['reason'], gap

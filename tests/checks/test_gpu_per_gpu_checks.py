@@ -11,7 +11,7 @@ from tests.support.helpers import DATA, REPO, run_reframe, suite_env
 
 ANSI = re.compile(r'\x1b\[[0-9;]*m')
 CHECKS = ('checks/gpu/copy_bandwidth.py', 'checks/gpu/hbm_bandwidth.py',
-          'checks/gpu/compute.py')
+          'checks/gpu/compute.py', 'checks/gpu/fabric_bandwidth.py')
 ND = {'ndv4': 8, 'ndv5': 8, 'ndh200v5': 8, 'ndgb200v6': 4, 'ndgb300v6': 4}
 NVBANDWIDTH = ('nvbandwidth -t host_to_device_memcpy_ce '
                'device_to_host_memcpy_ce device_to_device_memcpy_read_ce '
@@ -125,10 +125,10 @@ def test_tiers_by_tag(tmp_path):
     names = set(re.findall(r'OK \] \(\s*\d+/\d+\) (\w+) ', daily))
     assert names == {'GpuCopyBandwidth', 'GpuComputeQuick'}
     _, full = dry_run(tmp_path / 'a', '-t', 'acceptance',
-                      system='azure:ndv5')
+                      system='azure:ndgb200v6')
     names = set(re.findall(r'OK \] \(\s*\d+/\d+\) (\w+) ', full))
     assert names == {'GpuCopyBandwidth', 'GpuMemoryBandwidth',
-                     'GpuComputeBurn'}
+                     'GpuComputeBurn', 'GpuFabricBandwidth'}
 
 
 def test_sm_copies_are_shown_beside_the_guide_not_judged(tmp_path):
@@ -150,3 +150,44 @@ def test_a_gpu_row_is_named_by_the_health_sample_taken_before_the_run():
         0: {'index': 0, 'bus_id': '00000000:01:00.0',
             'serial': '1650522003820'}}
     assert gpu_identities({'nd-1': {'before': dump.split('')}}) == {}
+
+
+@pytest.mark.parametrize('partition', ['ndgb200v6', 'ndgb300v6'])
+def test_fabric_bandwidth_one_rank_per_gpu_of_every_node(azure, partition):
+    stage, out = azure
+    lines = (stage / partition / 'hpcx' / 'GpuFabricBandwidth' /
+             'rfm_job.sh').read_text().splitlines()
+    assert '#SBATCH --ntasks=8' in lines
+    assert '#SBATCH --ntasks-per-node=4' in lines
+    assert ('srun --mpi=pmix nvbandwidth -t '
+            'multinode_device_to_device_memcpy_read_ce -i 10') in lines
+    assert re.search(rf'OK \] \(\s*\d+/\d+\) GpuFabricBandwidth /\w+ '
+                     rf'@azure:{partition}\+hpcx\n(P: fabric_read_bw_gpu'
+                     r'\d: None GB/s\n){8}', out)
+    # no multi-node NVLink on ND H100 v5: nothing to measure there
+    assert re.search(r'SKIP \] \(\s*\d+/\d+\) GpuFabricBandwidth '
+                     r'/\w+ @azure:ndv5\+hpcx \[azure:ndv5 has no '
+                     r'multi-node NVLink\]', out)
+
+
+def test_fabric_bandwidth_runs_inside_each_nvlink_domain_only():
+    from scripts.acceptance import nvlink, plan
+    nodes = ['gb-1', 'gb-2', 'gb-3', 'gb-4']
+    domains = {'gb-1': 'aaaaaaaa-1/1', 'gb-2': 'aaaaaaaa-1/1',
+               'gb-3': 'bbbbbbbb-2/1', 'gb-4': 'bbbbbbbb-2/1'}
+    [whole_set] = [p for p in plan.phases('azure', 'ndgb200v6', nodes)
+                   if p.scope == 'set']
+    runs = {p.tag: p.scope_options()
+            for p in nvlink.split_set_phase(whole_set, domains)}
+    rack = runs['nvlink-aaaaaaaa']
+    assert rack[rack.index('-n') + 1] == plan.names_pattern(
+        ['OsuCollective', 'NcclMultiNode', 'GpuFabricBandwidth'])
+    assert 'GpuFabricBandwidth.num_nodes=2' in rack
+    assert 'GpuFabricBandwidth.nvlink_domain=aaaaaaaa-1/1' in rack
+    across = runs[nvlink.CROSS_TAG]
+    assert 'GpuFabricBandwidth' not in ' '.join(across)
+    assert 'GpuFabricBandwidth' not in ' '.join(runs[''])
+    # never over a whole partition
+    whole = plan.Phase('azure', 'ndgb200v6', 'whole', [])
+    assert 'GpuFabricBandwidth' in whole.scope_options()[1]
+    assert plan.scope_of('GpuFabricBandwidth') == 'set'

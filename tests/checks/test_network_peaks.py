@@ -43,6 +43,10 @@ def test_no_key_given_twice(family):
     ('Standard_HB120rs_v3', 200.0),
     ('Standard_HB120rs_v2', 200.0),
     ('Standard_HC44rs', 100.0),
+    # nd-gb200-v6-series-summary.md: "4x 400 Gb/s ... InfiniBand"
+    ('Standard_ND128isr_NDR_GB200_v6', 400.0),
+    # ai-infrastructure-on-azure SKILL.md: "4 x 400 Gb/s IB ports"
+    ('Standard_ND128isr_GB300_v6', 400.0),
 ])
 def test_ib_line_rate_per_hca(sku, line_rate):
     peaks = references.lookup_peaks('perftest', sku)
@@ -52,12 +56,10 @@ def test_ib_line_rate_per_hca(sku, line_rate):
         assert peak.source and peak.derivation
 
 
-def test_no_ib_peak_without_infiniband_or_source():
-    # ND96is_H200_v5 has no "r": no InfiniBand; GB200/GB300 HCA rates have
-    # no source in ../shared/references.md yet
-    for sku in ('Standard_ND96is_H200_v5', 'Standard_ND128isr_NDR_GB200_v6',
-                'Standard_ND128isr_GB300_v6'):
-        assert references.lookup_peaks('perftest', sku) == {}
+def test_no_ib_peak_without_infiniband():
+    # ND96is_H200_v5 has no "r": no InfiniBand
+    assert references.lookup_peaks('perftest', 'Standard_ND96is_H200_v5') \
+        == {}
 
 
 @pytest.mark.parametrize('sku, hbm, nvlink', [

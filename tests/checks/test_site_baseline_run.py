@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from config.results.rows import builder
+from config.results.rows import judge
 from tests.support.helpers import (DATA, REPO, STANDINS, run_reframe,
                                    stored_rows, suite_env)
 
@@ -128,7 +128,7 @@ def published(result, reason=None):
 
 
 def test_both_bases_are_checked_and_published_wins_the_label():
-    both = builder.with_site_baseline(
+    both = judge.with_site_baseline(
         published('fail', 'performance error: failed to meet reference(s): '
                   'triad_bw=1'), verdict(True))
     assert (both['check_perf_result'], both['verdict_basis']) == \
@@ -137,18 +137,18 @@ def test_both_bases_are_checked_and_published_wins_the_label():
         'performance error: failed to meet reference(s): triad_bw=1; '
         'site baseline: triad_bw 1 MB/s: 90.0% below')
     assert both['check_perf_ref'] == 8.0        # the published reference
-    only_baseline = builder.with_site_baseline(published('pass'),
+    only_baseline = judge.with_site_baseline(published('pass'),
                                                verdict(True))
     assert (only_baseline['check_perf_result'],
             only_baseline['verdict_basis']) == ('fail', 'site_baseline')
-    only_published = builder.with_site_baseline(published('fail', 'x'),
+    only_published = judge.with_site_baseline(published('fail', 'x'),
                                                 verdict(False))
     assert (only_published['check_perf_result'],
             only_published['verdict_basis'],
             only_published['check_fail_reason']) == ('fail', 'published', 'x')
-    assert builder.with_site_baseline(published('pass'), verdict(False))[
+    assert judge.with_site_baseline(published('pass'), verdict(False))[
         'verdict_basis'] == 'published'
-    shown = builder.with_site_baseline(published('informational'), None)
+    shown = judge.with_site_baseline(published('informational'), None)
     assert (shown['check_perf_result'], shown.get('verdict_basis')) == \
         ('informational', None)
 

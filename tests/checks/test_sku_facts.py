@@ -69,23 +69,37 @@ def test_partitions_get_their_extras_from_the_facts():
 
 def test_peaks_follow_from_the_facts():
     """peaks.yaml's limits are the facts' arithmetic: memory channels x
-    MT/s x 8 B, cores x base clock x 16 FP64 FLOPs (Zen 4), HCA line rate."""
+    MT/s x 8 B (or Azure's published memory bandwidth), cores x base clock
+    x FP64 FLOPs per cycle, the HCA line rate; and every Rpeak in
+    peaks.yaml is a size of the facts with that product."""
+    from checks.common import references
     from checks.common.references import lookup_peaks
     checked = 0
     for sku in sku_facts.skus():
         fact = lambda name: sku_facts.value(sku, name)  # noqa: E731
+        stream = lookup_peaks('stream', sku).get('triad_bw')
         if fact('memory_channels') and fact('memory_mts'):
-            peak = lookup_peaks('stream', sku)['triad_bw']
-            assert peak.value == fact('memory_channels') * \
+            assert stream.value == fact('memory_channels') * \
                 fact('memory_mts') * 8, sku
             checked += 1
-        hpl = lookup_peaks('hpl', sku).get('gflops')
-        if hpl:
-            assert hpl.value == round(fact('cores_per_node') *
-                                      fact('base_clock_ghz') * 16, 1), sku
+        elif fact('memory_bandwidth_gbs'):
+            assert stream.value == fact('memory_bandwidth_gbs') * 1000, sku
             checked += 1
+        rpeak = sku_facts.fp64_rpeak_gflops(sku)
+        for family, metric, scale in (('hpl', 'gflops', 1),
+                                      ('hpcg', 'gflops', 1),
+                                      ('hpcc', 'HPL_Tflops', 1000)):
+            peak = lookup_peaks(family, sku).get(metric)
+            assert (peak and round(peak.value * scale, 1)) == rpeak, \
+                (sku, family)
+            checked += bool(rpeak)
         line = lookup_peaks('perftest', sku).get('bw_avg')
-        if line:
+        if fact('hca_gbps'):
             assert line.value == fact('hca_gbps'), sku
             checked += 1
-    assert checked >= 10
+    assert checked >= 100
+    # no Rpeak for a size the facts do not hold, or hold without a clock
+    for key, block in references.load_family('peaks').items():
+        for family in ('hpl', 'hpcg', 'hpcc'):
+            if isinstance(block, dict) and family in block:
+                assert sku_facts.fp64_rpeak_gflops(f'Standard_{key}'), key

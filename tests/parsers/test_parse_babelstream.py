@@ -6,9 +6,9 @@ import pytest
 from checks import parsers
 from checks.parsers import babelstream
 
-from tests.support.helpers import DATA
+from tests.support.helpers import REPO
 
-FILES = DATA / 'babelstream'
+FILES = REPO / 'tests' / 'support' / 'data' / 'babelstream'
 POLARIS = 'babelstream-5.0-cuda-A100-SXM4-40GB-Polaris-build-and-run-session.out'
 
 

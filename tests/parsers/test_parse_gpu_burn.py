@@ -6,9 +6,9 @@ import pytest
 from checks import parsers
 from checks.parsers import gpu_burn
 
-from tests.support.helpers import DATA
+from tests.support.helpers import REPO
 
-FILES = DATA / 'gemm-burn'
+FILES = REPO / 'tests' / 'support' / 'data' / 'gemm-burn'
 A100 = 'gpu_burn-A100x8-pass-superbench.out'
 
 

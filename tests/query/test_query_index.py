@@ -15,7 +15,7 @@ import time
 import duckdb
 import pytest
 
-from scripts.query import index, json_lines, library
+from scripts.query import index, json_lines, library, local
 from scripts.query.runner import Runner
 from tests.support import query_store
 from tests.support.helpers import REPO
@@ -211,3 +211,52 @@ def test_a_query_during_a_real_ingest_answers_the_same_rows(home):
                            timeout=120)
     assert json.loads(after.stdout) == json.loads(built)
     assert 'note' not in after.stderr
+
+
+def _copied_store(home, copies: int) -> None:
+    """The query store with each session's rows written *copies* times
+    under new record_ids: ~23k rows, 38 MB of JSON lines at 300."""
+    query_store.build(home)
+    query_store.settle(home)
+    for path in sorted((home / 'results').glob('*/*.jsonl')):
+        stamp = path.stat().st_mtime
+        lines = path.read_text().splitlines()
+        path.write_text(''.join(
+            line.replace('"record_id": "', f'"record_id": "{copy}-', 1) + '\n'
+            for copy in range(copies) for line in lines))
+        os.utime(path, (stamp, stamp))
+
+
+def test_a_fresh_home_answers_every_query_and_the_report_in_little_memory(
+        tmp_path, monkeypatch):
+    """No cache/ at all (a store restored or moved), 60MB: every shipped
+    query and the report answer, the index built by the first."""
+    from scripts.report import model
+    _copied_store(tmp_path, 300)
+    assert not (tmp_path / 'cache').exists()
+    monkeypatch.setenv(local.MEMORY_VARIABLE, '60MB')
+    runner = Runner(results_dir=tmp_path / 'results', now=query_store.NOW)
+    counts = {name: len(runner.run(name).rows)
+              for name in library.shipped()}
+    assert counts['results'] == len({r['record_id']
+                                     for r in rows_of(tmp_path)})
+    assert counts['node_outliers'] and counts['trends']
+    runner.close()
+    report = model.gather(Runner(results_dir=tmp_path / 'results',
+                                 now=query_store.NOW))
+    assert report.runs
+
+
+def test_too_little_memory_is_one_line_naming_the_setting(tmp_path):
+    _copied_store(tmp_path, 20)
+    env = {**local_env(tmp_path), local.MEMORY_VARIABLE: '20MB'}
+    for command in (['query', 'node_outliers'], ['report', '--out',
+                                                  str(tmp_path / 'r.html')]):
+        done = subprocess.run(
+            [sys.executable, str(REPO / 'scripts' / 'clusterproof'),
+             *command], env=env, capture_output=True, text=True,
+            timeout=120)
+        assert done.returncode == 1 and 'Traceback' not in done.stderr
+        [line] = done.stderr.splitlines()
+        assert 'CLUSTERPROOF_QUERY_MEMORY=20MB is too little' in line
+        assert 'give it more, e.g. CLUSTERPROOF_QUERY_MEMORY=640MB' in line

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from .. import settings
+from . import judge
 from .schema import (DATA_VERSION, HEALTH_FACILITY, column_names, make_row,
                      now_iso)
 
@@ -14,25 +15,6 @@ ROW_ATTR = '_clusterproof_row'
 
 def cluster_name(system: str | None) -> str | None:
     return settings.cluster(system)
-
-
-def perf_result(result, ref, lower, upper) -> str | None:
-    """ReFrame says 'pass' for any value without thresholds; say instead
-    that nothing is published ('no_reference') or that the published value
-    is shown for information only, without a verdict ('informational')."""
-    if result is None or lower is not None or upper is not None:
-        return result
-    return 'informational' if ref else 'no_reference'
-
-
-def _without_reference(attrs: dict, result: str | None) -> bool:
-    """A value without a reference, or a failed case's variable without
-    one (no result; ReFrame's placeholder reference 0, no thresholds)."""
-    if result == 'no_reference':
-        return True
-    return (result is None and not attrs.get('check_perf_ref')
-            and attrs.get('check_perf_lower_thres') is None
-            and attrs.get('check_perf_upper_thres') is None)
 
 
 def _check_facts(check) -> dict:
@@ -108,50 +90,6 @@ def gpu_columns(gpu: dict | None) -> dict:
     return {column: gpu.get(key) for key, column in GPU_COLUMNS.items()}
 
 
-PUBLISHED, SITE_BASELINE = 'published', 'site_baseline'
-
-
-def with_site_baseline(values: dict, verdict: dict | None) -> dict:
-    """The row judged on both bases, the published reference and the site
-    baseline (neither replaces the other): it fails when either fails, and
-    ``verdict_basis`` names the basis that failed (published when both did;
-    its reason then says both). A metric only the baseline judges carries
-    the baseline's value, bounds and source as what it was judged against."""
-    published = values.get('check_perf_result')
-    if published in ('pass', 'fail'):
-        values['verdict_basis'] = PUBLISHED
-    if not verdict:
-        return values
-    reason = values.get('check_fail_reason') or ''
-    if verdict['fail'] and verdict['reason'] not in reason:
-        values['check_fail_reason'] = '; '.join(
-            filter(None, [reason, verdict['reason']]))
-    if published == 'fail':
-        return values
-    if verdict['fail'] or published != 'pass':
-        values['check_perf_result'] = 'fail' if verdict['fail'] else 'pass'
-        values['verdict_basis'] = SITE_BASELINE
-    if values['verdict_basis'] == SITE_BASELINE and published != 'pass':
-        values.update({'check_perf_ref': verdict['value'],
-                       'check_perf_lower_thres': verdict['lower'],
-                       'check_perf_upper_thres': verdict['upper'],
-                       'reference_source': verdict['source']})
-    return values
-
-
-def _with_health_notes(values: dict, facts: dict) -> dict:
-    """A failing value names the health findings of its nodes during the
-    run ('...; health: GPU 3 hw thermal slowdown active during the run')."""
-    notes = [facts['health_notes'][node]
-             for node in values['check_job_nodelist']
-             if node in facts.get('health_notes', {})]
-    if notes and values.get('check_perf_result') == 'fail':
-        reason = values.get('check_fail_reason')
-        values['check_fail_reason'] = '; '.join(
-            filter(None, [reason, 'health: ' + '; '.join(notes)]))
-    return values
-
-
 def _fingerprint(facts: dict, nodes: list) -> dict:
     prints = facts.get('fingerprints') or {}
     key = nodes[0] if len(nodes) == 1 else '*'
@@ -178,6 +116,8 @@ def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
                      'metric_devices': {}, 'metric_gpus': {},
                      'metric_peaks': {},
                      'baseline_verdicts': {},
+                     'sample': {'result': health.get('result'),
+                                'reason': health.get('reason')},
                      'reference_sources': {health['metric']:
                                            health.get('source') or None},
                      'check_params': {**facts.get('check_params', {}),
@@ -186,8 +126,6 @@ def _health_rows(attrs: dict, session_id: str, facts: dict) -> dict:
         row['facility'] = HEALTH_FACILITY
         row['device'] = health.get('device')
         row.update(gpu_columns(health.get('gpu')))
-        row['check_perf_result'] = health.get('result')
-        row['check_fail_reason'] = health.get('reason') or None
         rows[f"{health['metric']}@{health.get('device')}@{node}"] = row
     return rows
 
@@ -252,10 +190,6 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     metric, device = split_device(plain, facts.get('metric_devices', {}))
     facts = _group_facts(facts, group)
     values = {key: attrs.get(key) for key in column_names()}
-    result = perf_result(
-        attrs.get('check_perf_result'), attrs.get('check_perf_ref'),
-        attrs.get('check_perf_lower_thres'),
-        attrs.get('check_perf_upper_thres'))
     values.update({
         'check_perf_var': metric,
         'device': device,
@@ -270,10 +204,6 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
         'cluster': cluster_name(attrs.get('check_system')),
         'check_job_completion_time':
             attrs.get('check_job_completion_time') or None,
-        'check_perf_result': result,
-        # ReFrame logs 0 for a variable without a reference: none is null
-        'check_perf_ref': (None if _without_reference(attrs, result)
-                           else attrs.get('check_perf_ref')),
         'check_job_nodelist': (_group_nodes(group, facts) if group
                                else facts.get('job_nodes')
                                or attrs.get('check_job_nodelist') or []),
@@ -289,9 +219,9 @@ def _row_values(attrs: dict, session_id: str, facts: dict) -> dict:
     if group and facts.get('step_ranks'):
         values['check_num_tasks'] = facts['step_ranks']  # as a one-node job
     values.update(_fingerprint(facts, values['check_job_nodelist']))
-    values = with_site_baseline(values,
-                                facts.get('baseline_verdicts', {}).get(var))
-    return make_row(_with_health_notes(values, facts))
+    return make_row(judge.judged(
+        values, facts.get('baseline_verdicts', {}).get(var),
+        facts.get('health_notes'), facts.get('sample')))
 
 
 def _sibling_attrs(attrs: dict, perfvalues: dict) -> dict:

@@ -6,7 +6,9 @@ import itertools
 from checks.parsers import nvbandwidth
 from scripts.acceptance import judge
 from scripts.judging import siblings
-from tests.support.helpers import DATA
+from tests.support.helpers import REPO
+
+SUPPORT = REPO / 'tests' / 'support' / 'data'
 
 _ids = itertools.count()
 
@@ -14,7 +16,7 @@ _ids = itertools.count()
 def h2d_values():
     """host_to_device_memcpy_ce of the 8 x H800 run (line 25 of the file):
     55.28 ... 55.34 GB/s."""
-    text = (DATA / 'nvbandwidth' /
+    text = (SUPPORT / 'nvbandwidth' /
             'nvbandwidth-v0.2-8xH800-full-run-llm-action.out').read_text()
     result = nvbandwidth.parse(text)
     return [result.value(f'host_to_device_memcpy_ce_gpu{i}')
@@ -93,3 +95,24 @@ def test_acceptance_turns_a_failing_sibling_into_a_finding_of_its_node():
     assert len(verdicts) == 1
     assert verdicts[0]['verdict_basis'] == 'siblings'
 
+
+
+def test_a_slow_hca_among_eight_is_named_on_one_node():
+    """HCAs are siblings too: a real NDR ib_read_bw (tests/data/perftest,
+    line 23: BW average 328.61 Gb/s) on seven HCAs, one HCA at a quarter
+    of it (a link trained down to 100 Gb/s)."""
+    from checks.parsers import perftest
+    text = (REPO / 'tests' / 'data' / 'perftest' /
+            'ib_read_bw_ndr-cx7-b2b-gbits.out').read_text()
+    good = perftest.parse(text).value('bw_avg')
+    values = [good] * 8
+    values[6] = round(good / 4, 2)
+    rows = rows_of('nd-3', values, '61', metric='bw_avg', unit='Gb/s',
+                   test='PerftestLoopback %.pinned_nodes=')
+    for i, row in enumerate(rows):
+        row['device'] = f'mlx5_ib{i}'
+    judged = siblings.judge_rows(rows)
+    assert [j.member for j in judged if j.fail] == ['mlx5_ib6']
+    findings = judge.failing_findings(judge.sibling_judgements(rows), [])
+    assert [(f.node, f.metric) for f in findings] == \
+        [('nd-3', 'bw_avg_mlx5_ib6')]

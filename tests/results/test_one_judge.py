@@ -1,0 +1,105 @@
+"""One judge, proven: with config/results/rows/judge.py's ``judged``
+replaced by one that answers a sentinel, every row a real ReFrame run
+stores carries the sentinel, so no row gets its verdict anywhere else.
+
+The judge is replaced inside ReFrame's own process: ReFrame imports the
+configuration under a name of its own (``config@<hash>``), so the wrapper
+below replaces ``judged`` in whichever module ends in
+``results.rows.judge`` once the configuration is loaded.
+"""
+import os
+import subprocess
+import sys
+
+from tests.support.helpers import REPO, STANDINS, stored_rows, suite_env
+
+SENTINEL = 'sentinel-judge'
+
+WRAPPER = f'''
+import sys
+
+import reframe.core.config as config
+
+load_config = config.load_config
+
+
+def sentinel(values, baseline=None, notes=None, sample=None):
+    values['check_perf_result'] = values['verdict_basis'] = {SENTINEL!r}
+    return values
+
+
+def loaded(*args, **kwargs):
+    site = load_config(*args, **kwargs)
+    for name, module in list(sys.modules.items()):
+        if name.endswith('results.rows.judge'):
+            module.judged = sentinel
+        if name.endswith('results.rows.builder') and '--dry-run' in sys.argv:
+            # store what a dry run's records would make, to read it
+            module.is_dry_run = lambda record: False
+    return site
+
+
+config.load_config = loaded
+from reframe.frontend.cli import main
+sys.argv[0] = 'reframe'
+main()
+'''
+
+
+def run_with_sentinel(tmp_path, *args, path=None):
+    home = tmp_path / 'home'
+    env = suite_env(home)
+    if path:
+        env['PATH'] = os.pathsep.join([str(path), env['PATH']])
+    result = subprocess.run(
+        [sys.executable, '-c', WRAPPER, '-C', str(REPO / 'config' /
+                                                  'config.py'), *args,
+         '--prefix', str(tmp_path / 'rfm')],
+        env=env, cwd=str(REPO), capture_output=True, text=True, timeout=600)
+    return result, stored_rows(home)
+
+
+def test_every_row_of_a_real_local_run_is_judged_by_the_one_judge(tmp_path):
+    # STREAM runs for real through ReFrame on local; its binary is the
+    # checked stand-in (tests/support/standins/stream_c.exe replays a real output
+    # after checking its OpenMP settings)
+    result, rows = run_with_sentinel(
+        tmp_path, '--system', 'local', '-c', 'checks/cpu/stream.py',
+        '-n', '^StreamCheck$', '-r', path=STANDINS)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert {row['check_perf_var'] for row in rows} >= {
+        'copy_bw', 'scale_bw', 'add_bw', 'triad_bw'}
+    assert {row['check_name'] for row in rows} == {'StreamCheck'}
+    assert {(row['check_perf_result'], row['verdict_basis'])
+            for row in rows} == {(SENTINEL, SENTINEL)}
+
+
+def test_every_row_of_an_nccl_dry_run_is_judged_by_the_one_judge(tmp_path):
+    result, rows = run_with_sentinel(
+        tmp_path, '--system', 'azure:ndv5', '-c', 'checks/gpu/nccl.py',
+        '-n', '^NcclSingleNode', '--dry-run')
+    assert result.returncode == 0, result.stdout + result.stderr
+    # one row per collective and metric at least
+    assert {row['check_name'].split()[0] for row in rows} == {
+        'NcclSingleNode'}
+    assert len(rows) >= 2 * 5
+    assert {(row['check_perf_result'], row['verdict_basis'])
+            for row in rows} == {(SENTINEL, SENTINEL)}
+
+
+def test_without_the_sentinel_the_same_run_is_judged_as_before(tmp_path):
+    """The wrapper changes nothing else: a dry run's rows, judged by the
+    real judge, have no verdict (no value was measured)."""
+    wrapper = WRAPPER.replace("module.judged = sentinel", "pass")
+    home = tmp_path / 'home'
+    result = subprocess.run(
+        [sys.executable, '-c', wrapper, '-C', str(REPO / 'config' /
+                                                  'config.py'),
+         '--system', 'azure:ndv5', '-c', 'checks/gpu/nccl.py',
+         '-n', '^NcclSingleNode', '--dry-run', '--prefix',
+         str(tmp_path / 'rfm')],
+        env=suite_env(home), cwd=str(REPO), capture_output=True, text=True,
+        timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = stored_rows(home)
+    assert rows and SENTINEL not in {row['check_perf_result'] for row in rows}
