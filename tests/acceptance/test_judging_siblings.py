@@ -98,11 +98,11 @@ def test_acceptance_turns_a_failing_sibling_into_a_finding_of_its_node():
 
 
 def test_a_slow_hca_among_eight_is_named_on_one_node():
-    """HCAs are siblings too: a real NDR ib_read_bw (tests/data/perftest,
+    """HCAs are siblings too: a real NDR ib_read_bw (tests/support/data/perftest,
     line 23: BW average 328.61 Gb/s) on seven HCAs, one HCA at a quarter
     of it (a link trained down to 100 Gb/s)."""
     from checks.parsers import perftest
-    text = (REPO / 'tests' / 'data' / 'perftest' /
+    text = (SUPPORT / 'perftest' /
             'ib_read_bw_ndr-cx7-b2b-gbits.out').read_text()
     good = perftest.parse(text).value('bw_avg')
     values = [good] * 8
