@@ -5,9 +5,7 @@ its VM id through a loopback metadata service and its physical host
 through a KVP pool file of its own; the reports go to the loopback Impact
 API through azure-identity's managed-identity path. Then the lifecycle:
 follow up (Azure's insights say the host is out of service: deallocate),
-and `--resume` takes the node back once it passes on another host. And a
-failure every node shares is one configuration finding: nothing to
-report."""
+and `--resume` takes the node back once it passes on another host."""
 import json
 import subprocess
 import sys
@@ -154,21 +152,3 @@ def insight(code, terminal, hour):
         'eventTime': f'2026-12-05T{hour}:00Z',
         'content': {'title': code}}}
 
-
-def test_a_failure_shared_by_the_partition_is_never_reported(
-        sandbox_env, azure_side, impact_api):
-    _, settings = azure_side
-    args = ['--system', 'sandbox', '--partition', 'hbv4', *STREAM_ONLY,
-            '--report-to-azure', '--', '-S', 'array_size=20000000']
-    # every node throttled alike: one configuration finding (common mode),
-    # no bad node (a failure measured once, or flaky, is left out by the
-    # same plan(): tests/test_guest_health.py)
-    env = {**sandbox_env, **settings,
-           'CLUSTERPROOF_REPLAY_STREAM_C_EXE': str(LOW_STREAM)}
-    result, summary = acceptance(env, *args)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert set(verdict_of(summary).values()) == {'good'}
-    assert {p['scope'] for p in summary['partition_findings']} == {'common'}
-    assert summary['azure_reports'] == {'reports': [], 'not_reported': [],
-                                        'notes': []}
-    assert impact_api.requests == []

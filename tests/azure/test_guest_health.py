@@ -1,9 +1,9 @@
 """Guest Health Reporting (scripts/guest_health): which bad node is
 reported to Azure, under which category, and what Azure's answers do, with
 the real azure-identity managed-identity path and requests against the
-loopback Impact API (tests/support/loopback_impact.py), and each node's identity
-read by the real probe script from a loopback metadata service and a KVP
-pool file."""
+loopback Impact API (tests/support/loopback_impact.py), and each node's
+identity read by the real probe script from a loopback metadata service
+and a KVP pool file."""
 import subprocess
 
 import pytest
@@ -121,11 +121,21 @@ def test_only_a_confirmed_mapped_failure_of_a_bad_node_is_planned():
         plans['sb-n4'].why_not
 
 
-def test_a_failure_set_aside_as_common_mode_is_never_planned():
-    common = stream_fail('sb-n1', set_aside='shared by 5 of 5 nodes')
-    assert reporting.plan([NodeVerdict('sb-n1', 'sandbox:hbv4', 'good',
-                                       [common])]) == []
-    assert reporting.plan([bad('sb-n1', common)])[0].finding is None
+def test_a_failure_every_node_shares_is_never_planned():
+    # the same confirmed failure on all five nodes: acceptance's own
+    # common-mode judge makes it one partition finding, no bad node
+    from scripts.acceptance import judge, verdicts
+    nodes = [f'sb-n{i}' for i in range(1, 6)]
+    findings = [stream_fail(node) for node in nodes]
+    findings += judge.shared_failures(findings)
+    judged = verdicts.node_verdicts(findings, {'sandbox:hbv4': {
+        node: 'idle' for node in nodes}})
+    assert {v.verdict for v in judged} == {'good'}
+    assert [f.scope for f in verdicts.partition_findings(findings)] == \
+        ['common']
+    assert reporting.plan(judged) == []
+    # and a set-aside failure never counts, whatever the node's verdict
+    assert reporting.plan([bad('sb-n1', findings[0])])[0].finding is None
 
 
 def test_the_probe_reads_the_vm_id_and_the_short_physical_host(nodes):
@@ -330,8 +340,8 @@ def test_a_node_passing_on_the_reported_host_keeps_its_report(nodes,
     assert list(ledger.open_reports()) == kept['kept_open']
 
 
-def test_nothing_is_sent_when_the_ledger_cannot_be_read_or_written(nodes, impact_api,
-                                                           monkeypatch):
+def test_nothing_is_sent_when_the_ledger_cannot_be_read_or_written(
+        nodes, impact_api, monkeypatch):
     impact_api.onboarded.add(SUB)
     home = ledger.path().parents[1]
     home.mkdir(parents=True)

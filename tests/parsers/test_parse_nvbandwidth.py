@@ -10,10 +10,9 @@ import pytest
 
 from checks import parsers
 from checks.parsers import nvbandwidth
-from tests.support import helpers
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = helpers.DATA / 'nvbandwidth'
+DATA = ROOT / 'tests' / 'support' / 'data' / 'nvbandwidth'
 FULL = 'nvbandwidth-v0.2-8xH800-full-run-llm-action.out'
 
 
