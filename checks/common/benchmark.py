@@ -1,4 +1,34 @@
-"""The base every clusterproof check derives from (not a test itself)."""
+"""The base every clusterproof check derives from (not a test itself).
+
+What each plugin adds, stage by stage, in the order ReFrame runs it
+(``BenchmarkTest.pipeline_hooks()``):
+
+- after setup: ExternalTool (tools.py) finds the tool or skips the test.
+- before run, in this order: ReportsProgress (progress.py) watches the
+  job; FitsPartition (node_fit.py) skips what no node holds; TimeLimited
+  (time_limit.py) sets the time limit; HealthSampling
+  (health_sampling.py), VmSize (vm_size.py) and JobNodes (job_nodes.py)
+  each put a line at the front of the job script, so that it starts with
+  JobNodes' (record the nodes), then VmSize's (ask each node's VM size),
+  then ExternalTool's guard (the tool is on the node), then
+  HealthSampling's (sample health before the run; its sample after the run
+  ends the script); BenchmarkTest adds the partition's launcher options; FansOut
+  (fanned_job.py) turns a batch job into one step per node or pair, last.
+- after run: HealthSampling reads the samples, VmSize the VM sizes, JobNodes
+  the nodes (each reads the nodes file JobNodes' line wrote).
+- sanity: ParsedOutput (parsed_output.py, FansOut's base) parses the output
+  once, per node or pair in a batch job.
+- before performance: SkuReferences (sku_references.py) sets each metric's
+  reference for the node's VM size and the run's method (thresholds only
+  where nothing says otherwise); ParsedOutput adds the parsed perf
+  variables; FansOut makes them one per node or pair, last.
+- performance: ReFrame compares each value with its thresholds.
+- after performance: SiteBaselines (site_baseline_judging.py) fails the
+  test outside the site's baseline.
+
+The rows of the run are then made by config/results/rows/builder.py and
+judged by config/results/rows/judge.py.
+"""
 from __future__ import annotations
 
 import reframe as rfm

@@ -19,7 +19,6 @@ import os
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
-from reframe.utility import ScopedDict
 
 from . import fan_out, launch
 from .parsed_output import ParsedOutput
@@ -201,8 +200,8 @@ class FansOut(ParsedOutput):
         table = {}
         per_group = {}
         passed = self.passed_groups()
-        odd = self._groups_of_another_sku()
-        lookups = {sku: self._sku_lookup(sku) for sku in set(odd.values())}
+        odd = self.groups_of_another_sku(self.fanned_groups)  # vm_size.py
+        lookups = self.lookups_on(set(odd.values()))  # sku_references.py
         for name, function in self.perf_variables.items():
             self.node_metrics[name] = function.unit
             # the nodes that measured nothing get rows too (no value), as
@@ -218,73 +217,18 @@ class FansOut(ParsedOutput):
                 self._copy_facts(name, var)
                 reference = self.reference_of(target, name)
                 if group in odd:
-                    reference = self._informational(
+                    reference = self.reference_on_another_sku(
                         lookups[odd[group]], name, var, reference)
                 if reference is not None:
                     table[var] = reference
         self.perf_variables = per_group
         for label, sku in odd.items():
-            if hasattr(self, 'sku_peaks'):   # sku_references.py
-                self.group_peaks[label], self.group_peak_sources[label] = \
-                    self.sku_peaks(sku)
+            self.group_peaks[label], self.group_peak_sources[label] = \
+                self.sku_peaks(sku)
         if table:
-            tables = self._reference_tables()
+            tables = self.reference_tables()
             tables[target] = {**tables.get(target, {}), **table}
             self.reference = tables
-
-    def _groups_of_another_sku(self) -> dict[str, str]:
-        """Group -> the VM size of its first node that is not what the
-        partition declares (vm_size.py), for the groups that have one."""
-        mismatches = getattr(self, 'vm_sku_mismatches', None) or {}
-        sizes = getattr(self, 'node_vm_skus', None) or {}
-        found = {}
-        for label in self.fanned_groups:
-            odd = [node for node in fan_out.group_nodes(label)
-                   if node in mismatches and node in sizes]
-            if odd:
-                found[label] = sizes[odd[0]]
-        return found
-
-    def _sku_lookup(self, sku: str) -> dict[str, tuple]:
-        if not getattr(self, 'reference_family', ''):
-            return {}
-        return self.sku_lookup(sku)   # sku_references.py
-
-    def _informational(self, lookup: dict, name: str, var: str, batch):
-        """The reference of *var*, measured on a node of another VM size:
-        that size's reference of *name* (else the batch's), without
-        thresholds, with its key and source."""
-        if not lookup:
-            return batch and (batch[0], None, None, batch[3])
-        key, match = lookup.get(name, (None, None))
-        if key:
-            self.metric_reference_keys[var] = key
-        if match is None:
-            self.reference_sources.pop(var, None)
-            return None
-        self.reference_sources[var] = match.reference.source
-        return (match.reference.value, None, None, match.reference.unit)
-
-    def reference_of(self, target: str, name: str):
-        """The reference of perf variable *name* on *target*, None where
-        there is none (also for config/results/rows/builder.py's rows)."""
-        # a ScopedDict once ReFrame has seen it: looked up scope:name
-        try:
-            return self.reference[f'{target}:{name}']
-        except (KeyError, TypeError):
-            return None
-
-    def _reference_tables(self) -> dict[str, dict]:
-        """{target: {var: reference}}, from a plain dict or a ScopedDict
-        (whose keys are 'target:var')."""
-        if not isinstance(self.reference, ScopedDict):
-            return {target: dict(table)
-                    for target, table in self.reference.items()}
-        tables = {}
-        for key in self.reference.keys():
-            target, _, var = key.rpartition(':')
-            tables.setdefault(target, {})[var] = self.reference[key]
-        return tables
 
     def _copy_facts(self, name: str, var: str) -> None:
         """What a row of *var* says about its metric, as for *name*."""

@@ -16,6 +16,7 @@ import os
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
+from reframe.utility import ScopedDict
 
 from . import references
 from .reference_key import local_sku, reference_key
@@ -97,6 +98,50 @@ class SkuReferences(rfm.RegressionTestPlugin):
                       references.find(self.reference_family, metric, sku,
                                       method, nodes, fabric))
                 for var, metric in self.reference_metrics().items()}
+
+    def lookups_on(self, skus) -> dict[str, dict]:
+        """VM size -> :meth:`sku_lookup` on it, for each of *skus* (nodes
+        of a batch job that are not the partition's SKU); {} each for a
+        check without reference data."""
+        return {sku: self.sku_lookup(sku) if self.reference_family else {}
+                for sku in skus}
+
+    def reference_on_another_sku(self, lookup: dict, name: str, var: str,
+                                 batch):
+        """The reference of *var*, measured on a node of another VM size:
+        that size's reference of *name* (else the batch's), without
+        thresholds, with its key and source."""
+        if not lookup:
+            return batch and (batch[0], None, None, batch[3])
+        key, match = lookup.get(name, (None, None))
+        if key:
+            self.metric_reference_keys[var] = key
+        if match is None:
+            self.reference_sources.pop(var, None)
+            return None
+        self.reference_sources[var] = match.reference.source
+        return (match.reference.value, None, None, match.reference.unit)
+
+    def reference_of(self, target: str, name: str):
+        """The reference of perf variable *name* on *target*, None where
+        there is none (also for config/results/rows/builder.py's rows)."""
+        # a ScopedDict once ReFrame has seen it: looked up scope:name
+        try:
+            return self.reference[f'{target}:{name}']
+        except (KeyError, TypeError):
+            return None
+
+    def reference_tables(self) -> dict[str, dict]:
+        """{target: {var: reference}}, from a plain dict or a ScopedDict
+        (whose keys are 'target:var')."""
+        if not isinstance(self.reference, ScopedDict):
+            return {target: dict(table)
+                    for target, table in self.reference.items()}
+        tables = {}
+        for key in self.reference.keys():
+            target, _, var = key.rpartition(':')
+            tables.setdefault(target, {})[var] = self.reference[key]
+        return tables
 
     @run_before('performance')
     def _set_sku_references(self):

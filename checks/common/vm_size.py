@@ -32,6 +32,7 @@ import shlex
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
+from . import fan_out
 from .job_nodes import NODES_FILE, read_nodes_file
 from .launch import SLURM_SCHEDULERS
 
@@ -168,6 +169,19 @@ class VmSize(rfm.RegressionTestPlugin):
     #: Node -> why it is not the partition's declared SKU (every node of
     #: the job that differs).
     vm_sku_mismatches = variable(typ.Dict[str, str], value={})
+
+    def groups_of_another_sku(self, labels) -> dict[str, str]:
+        """Group label (a node, 'a+b' a pair: fan_out.py) -> the VM size of
+        its first node that is not what the partition declares, for each
+        of *labels* that has one."""
+        found = {}
+        for label in labels:
+            odd = [node for node in fan_out.group_nodes(label)
+                   if node in self.vm_sku_mismatches
+                   and node in self.node_vm_skus]
+            if odd:
+                found[label] = self.node_vm_skus[odd[0]]
+        return found
 
     @run_before('run')
     def _record_vm_size(self):

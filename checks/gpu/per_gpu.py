@@ -10,7 +10,8 @@
   (``hbm_bw``, ``nvlink_bw``), named per metric by the check
   (``gpu_peak_of``), so "% of peak" is shown beside "% of reference".
 - The job runs from the batch shell of one node: the tools start one
-  process per GPU themselves (or are told to).
+  process per GPU themselves (or are told to); an MPI tool
+  (``one_process = False``) gets one rank per GPU from the launcher.
 """
 from __future__ import annotations
 
@@ -80,6 +81,8 @@ class PerGpuBenchmark(BenchmarkTest):
     gpu_peak_of = variable(typ.Dict[str, str], value={})
     #: perf variable -> the GPU it measured ({'index', 'bus_id', 'serial'})
     metric_gpus = variable(dict, value={}, loggable=False)
+    #: False where the tool is an MPI program, one rank per GPU
+    one_process = True
 
     def gpu_count(self) -> int:
         return int(self.partition_extra('gpus_per_node', 0) or 0)
@@ -101,7 +104,8 @@ class PerGpuBenchmark(BenchmarkTest):
 
     @run_before('run')
     def run_from_the_batch_shell(self):
-        launch.batch_shell(self.job)
+        if self.one_process:
+            launch.batch_shell(self.job)
 
     @run_after('run')
     def name_the_gpus(self):

@@ -34,6 +34,7 @@ AZURE_HOSTNAMES = 'CLUSTERPROOF_AZURE_HOSTNAMES'
 MODULES_SYSTEM = 'CLUSTERPROOF_MODULES_SYSTEM'
 SHARED_FS = 'CLUSTERPROOF_SHARED_FS'
 SANDBOX_DIR = 'CLUSTERPROOF_SANDBOX_DIR'
+SANDBOX_GPUS = 'CLUSTERPROOF_SANDBOX_GPUS'
 # Guest Health Reporting (scripts/guest_health)
 IMDS_COMPUTE_URL = 'CLUSTERPROOF_IMDS_COMPUTE_URL'
 KVP_POOL = 'CLUSTERPROOF_KVP_POOL'
@@ -140,6 +141,14 @@ def shared_fs() -> str:
     """The shared file system of the Azure partitions
     (CLUSTERPROOF_SHARED_FS)."""
     return os.environ.get(SHARED_FS, DEFAULT_SHARED_FS)
+
+
+def sandbox_gpus() -> int:
+    """Pretend GPUs per node of the sandbox's ndv5, for the GPU checks'
+    replay stand-ins (CLUSTERPROOF_SANDBOX_GPUS; 0 = a CPU-only ndv5, as is
+    anything but a whole number)."""
+    text = _text(SANDBOX_GPUS)
+    return int(text) if text.isdigit() and len(text) < 4 else 0
 
 
 def sandbox_dir() -> Path:

@@ -34,8 +34,7 @@ CORES_PER_NODE = 2  # what scripts/cli/sandbox.py declares for each node
 # Pretend GPUs for the GPU checks' replay stand-ins (tests/standins):
 # CLUSTERPROOF_SANDBOX_GPUS=N gives ndv5 the 'gpu' feature and N GPUs per
 # node. No GRES is declared: Slurm here has no GPU to hand out.
-_GPUS = os.environ.get('CLUSTERPROOF_SANDBOX_GPUS', '')
-PRETEND_GPUS = int(_GPUS) if _GPUS.isdigit() else 0
+PRETEND_GPUS = settings.sandbox_gpus()
 MEMORY_GIB = 1      # its RealMemory (1024 MB)
 
 

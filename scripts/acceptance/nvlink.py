@@ -3,7 +3,9 @@
 The node phase runs NvlinkFabric on every node first; the NVLink domain
 each node records (checks/gpu/nvlink_fabric.py) splits the partition's set
 phase: NcclMultiNode runs once per domain of two nodes or more, expecting
-multi-node NVLink (the partition's default fabric), and once over one node
+multi-node NVLink (the partition's default fabric), with GpuFabricBandwidth
+beside it (checks/gpu/fabric_bandwidth.py: every GPU's bandwidth inside the
+domain), and NcclMultiNode once over one node
 of each domain, expecting InfiniBand with GPUDirect RDMA (-S fabric=ib);
 the other set checks run over every node as before. Each run is a finding
 of its own, labelled with its domain, so that a rack's failure is never
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .plan import SET_CHECKS, Phase, names_pattern
+from .plan import DOMAIN_CHECKS, SET_CHECKS, Phase, names_pattern
 from .verdicts import case_nodes, class_name
 
 FABRIC_CHECK = 'NvlinkFabric'
@@ -65,7 +67,14 @@ def split_set_phase(phase: Phase, domains: dict[str, str]) -> list[Phase]:
         if len(members) >= 2:
             found.append(Phase(phase.system, phase.partition, 'set',
                                [tuple(members)], tag=domain_tag(domain),
+                               names=SET_CHECKS + DOMAIN_CHECKS,
                                options=only_multinode + [
+                                   option for name in DOMAIN_CHECKS
+                                   for option in (
+                                       '-S', f'{name}.num_nodes='
+                                       f'{len(members)}',
+                                       '-S', f'{name}.nvlink_domain='
+                                       f'{domain}')] + [
                                    '-S', f'{MULTINODE_CHECK}.nvlink_domain='
                                    f'{domain}']))
     if len(groups) >= 2:

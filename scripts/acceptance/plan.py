@@ -35,6 +35,10 @@ NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
+#: Set checks that measure inside one NVLink domain only: they run in the
+#: per-domain set phases scripts/acceptance/nvlink.py makes, never over a
+#: whole partition.
+DOMAIN_CHECKS = ('GpuFabricBandwidth',)
 #: Node checks that run once per node of a batch job (fans_out = True).
 #: (PerftestLoopback runs its script once per node, from the batch shell.)
 #: NvlinkFabric and the GPU node checks (checks/gpu/gpu_node.py) stay one
@@ -154,7 +158,7 @@ def scope_of(check_name: str) -> str:
         return 'node'
     if check_name in PAIR_CHECKS:
         return 'pair'
-    if check_name in SET_CHECKS:
+    if check_name in SET_CHECKS or check_name in DOMAIN_CHECKS:
         return 'set'
     return 'whole'
 
@@ -214,7 +218,7 @@ class Phase:
     def scope_options(self) -> list[str]:
         if self.scope == 'whole':
             return ['-x', names_pattern(NODE_CHECKS + PAIR_CHECKS
-                                        + SET_CHECKS)]
+                                        + SET_CHECKS + DOMAIN_CHECKS)]
         names = self.names or {'node': NODE_CHECKS, 'pair': PAIR_CHECKS,
                                'set': SET_CHECKS}[self.scope]
         # A set's one pin of every node travels as Slurm host ranges (its

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import duckdb
 
-from config.results import batching
+from config.results import batching, settings
 from config.results.store import files as store
 from scripts.query import json_lines
 from scripts.query.json_lines import FILE_COLUMN, sql_string
@@ -58,11 +58,7 @@ def folder(results_dir: Path) -> Path:
 
 
 def wait_seconds() -> float:
-    text = os.environ.get(WAIT_VARIABLE) or str(DEFAULT_WAIT)
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        return DEFAULT_WAIT
+    return settings.seconds(WAIT_VARIABLE, DEFAULT_WAIT, maximum=3600)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,10 +135,11 @@ class Opened:
     lock: Lock | None = None
 
 
-def open_index(con, results_dir: Path, columns: list[dict],
-               configure) -> Opened:
+def open_index(con, results_dir: Path, columns: list[dict], configure,
+               batch_bytes: int) -> Opened:
     """Attaches the index to *con* (read only), brought up to date first
-    when no other command reads it (*configure*: a writer's settings)."""
+    when no other command reads it (*configure*: a writer's settings;
+    *batch_bytes*: the JSON lines of one of its transactions)."""
     files = listing(results_dir)
     every = [f.path for f in files]
     where = folder(results_dir)
@@ -165,7 +162,8 @@ def open_index(con, results_dir: Path, columns: list[dict],
             break
         _detach(con)
         if lock.exclusive():
-            _ingest_or_warn(path, key, columns, plan, configure)
+            _ingest_or_warn(path, key, columns, plan,
+                            lambda con: (configure(con), batch_bytes)[1])
     if not plan.usable:
         _detach(con)
         lock.close()
@@ -219,10 +217,12 @@ def _detach(con) -> None:
 
 
 def _ingest_or_warn(path, key, columns, plan, configure) -> None:
+    """ingest(), or one warning when it cannot write (not for want of
+    memory: local.py names the setting)."""
     try:
         ingest(path, key, columns, plan.todo, not plan.usable, configure)
     except duckdb.OutOfMemoryException:
-        raise                        # local.py names the setting
+        raise
     except (duckdb.Error, OSError) as err:
         if not _warned:
             _warned.append(err)
@@ -233,14 +233,17 @@ def _ingest_or_warn(path, key, columns, plan, configure) -> None:
 
 def ingest(path: Path, key: list[str], columns: list[dict],
            files: list[Stored], rebuild: bool, configure) -> None:
-    """Adds *files* to the index at *path* in one transaction (a grown
-    one read whole again); *rebuild*: a new index first."""
+    """Adds *files* to the index at *path* (a grown one read whole again),
+    a transaction per batch of them, each checkpointed: DuckDB holds the
+    rows of a batch in memory until then;
+    *configure* sets the connection and gives a batch's bytes. *rebuild*:
+    a new index first."""
     if rebuild:
         for stale in (path, path.with_name(path.name + '.wal')):
             stale.unlink(missing_ok=True)
     con = duckdb.connect(str(path))
     try:
-        configure(con)
+        batch_bytes = configure(con)
         con.execute('SET preserve_insertion_order = false')
         con.begin()
         if rebuild:
@@ -251,19 +254,20 @@ def ingest(path: Path, key: list[str], columns: list[dict],
             con.execute('CREATE TABLE meta (fingerprint VARCHAR, store '
                         'VARCHAR)')
             con.execute('INSERT INTO meta VALUES (?, ?)', key)
-        if files:
-            _append(con, columns, files)
         con.commit()
-        con.execute('CHECKPOINT')
+        for batch in batching.runs_under(files, batch_bytes,
+                                         lambda f: f.size):
+            con.begin()
+            _append(con, columns, batch)
+            con.commit()
+            con.execute('CHECKPOINT')   # its rows to disk, out of memory
     finally:
         con.close()
 
 
 def _append(con, columns: list[dict], files: list[Stored]) -> None:
     names = [f.path for f in files]
-    for batch in batching.runs_under(files, _BATCH_BYTES, lambda f: f.size):
-        read = json_lines.select([f.path for f in batch], columns)
-        con.execute(f'INSERT INTO rows {read}')
+    con.execute(f'INSERT INTO rows {json_lines.select(names, columns)}')
     lost = json_lines.unreadable_by_file(con, 'rows', names)
     con.execute('DELETE FROM rows WHERE record_id IS NULL')
     _remove_older_copies(con, names)
@@ -274,23 +278,22 @@ def _append(con, columns: list[dict], files: list[Stored]) -> None:
                      for f in files])
 
 
-# JSON lines an INSERT reads (its rows go to disk as they are inserted).
-_BATCH_BYTES = 256 * 2 ** 20
-
-
 def _remove_older_copies(con, files: list[str]) -> None:
     """Keeps one row of each record_id that a row of *files* holds."""
-    con.execute(
-        'CREATE TEMP TABLE repeated AS SELECT record_id FROM rows WHERE '
-        f'record_id IN (SELECT record_id FROM rows WHERE "{FILE_COLUMN}" IN '
-        '(SELECT unnest(?))) GROUP BY record_id HAVING count(*) > 1', [files])
-    con.execute(
-        'DELETE FROM rows WHERE rowid IN (SELECT copy FROM (SELECT rowid AS '
-        'copy, row_number() OVER (PARTITION BY record_id ORDER BY '
-        f'coalesce("TimeGenerated", {_OLDEST}) DESC, rowid) AS place FROM '
-        'rows WHERE record_id IN (SELECT record_id FROM repeated)) WHERE '
-        'place > 1)')
-    con.execute('DROP TABLE repeated')
+    con.execute(f'DELETE FROM rows WHERE rowid IN ({_older("rows")})', [
+        files])
+
+
+def _older(table: str, among: str = f'WHERE "{FILE_COLUMN}" IN (SELECT '
+           'unnest(?))') -> str:
+    """SQL of the rowids of the copies of *table*'s records (those of its
+    rows *among*) that are not the latest."""
+    return (f'SELECT copy FROM (SELECT rowid AS copy, row_number() OVER ('
+            f'PARTITION BY record_id ORDER BY coalesce("TimeGenerated", '
+            f'{_OLDEST}) DESC, rowid) AS place FROM {table} WHERE record_id '
+            f'IN (SELECT record_id FROM {table} WHERE record_id IN (SELECT '
+            f'record_id FROM {table} {among}) GROUP BY record_id HAVING '
+            'count(*) > 1)) WHERE place > 1')
 
 
 def combined(con, live: str | None, attached: bool, selected: str) -> str:
@@ -309,12 +312,7 @@ def combined(con, live: str | None, attached: bool, selected: str) -> str:
                 replaced = ' ANTI JOIN replaced USING (record_id)'
         parts.append(f'SELECT {selected} FROM {ROWS}{replaced}')
     if live:
-        con.execute(
-            'CREATE TEMP TABLE older AS SELECT copy FROM (SELECT rowid AS '
-            'copy, row_number() OVER (PARTITION BY record_id ORDER BY '
-            f'coalesce("TimeGenerated", {_OLDEST}) DESC, rowid) AS place '
-            f'FROM {live} WHERE record_id IN (SELECT record_id FROM {live} '
-            'GROUP BY record_id HAVING count(*) > 1)) WHERE place > 1')
+        con.execute(f'CREATE TEMP TABLE older AS {_older(live, "")}')
         if attached:
             con.execute(f'INSERT INTO older SELECT l.rowid FROM {live} l '
                         f'SEMI JOIN {ROWS} i ON i.record_id = l.record_id AND '

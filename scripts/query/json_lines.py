@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-RULES = 3            # 3: the index (one DuckDB file) replaces the Parquet cache
+RULES = 3            # 3: one DuckDB index replaces the Parquet cache
 # Kusto column type -> the DuckDB type that duckdb-kql reads back as it.
 DUCKDB_TYPES = {'datetime': 'TIMESTAMPTZ', 'string': 'VARCHAR',
                 'real': 'DOUBLE', 'int': 'INTEGER', 'long': 'BIGINT',

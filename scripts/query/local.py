@@ -82,8 +82,9 @@ def connect(results_dir: Path | None = None,
     folder = index.folder(results_dir)
     configure(con, folder)
     with _engine_errors():
-        opened = index.open_index(con, results_dir, columns,
-                                  lambda other: configure(other, folder))
+        opened = index.open_index(
+            con, results_dir, columns, lambda other: configure(other, folder),
+            memory_bytes(memory_limit()) // 8)
         live = _read_live(con, opened.live, columns)
         rows = index.combined(con, _LIVE if opened.live else None,
                               opened.attached, json_lines.names(columns))

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from tests.helpers import REPO, STANDINS, stored_rows, suite_env
+from tests.support.helpers import REPO, STANDINS, stored_rows, suite_env
 
 SENTINEL = 'sentinel-judge'
 
@@ -61,7 +61,7 @@ def run_with_sentinel(tmp_path, *args, path=None):
 
 def test_every_row_of_a_real_local_run_is_judged_by_the_one_judge(tmp_path):
     # STREAM runs for real through ReFrame on local; its binary is the
-    # checked stand-in (tests/standins/stream_c.exe replays a real output
+    # checked stand-in (tests/support/standins/stream_c.exe replays a real output
     # after checking its OpenMP settings)
     result, rows = run_with_sentinel(
         tmp_path, '--system', 'local', '-c', 'checks/cpu/stream.py',
