@@ -7,7 +7,7 @@ Azure partition, from a ReFrame dry run (nothing is submitted).
 Every check writes the keys it looked up into its stage directory
 (checks/common/sku_references.py, KEYS_FILE); this runs
 ``reframe --system azure -c checks --dry-run`` into a temporary prefix and
-reads them back. tests/test_reference_table.py keeps README.md current.
+reads them back. tests/checks/test_reference_table.py keeps README.md current.
 """
 from __future__ import annotations
 

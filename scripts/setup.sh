@@ -128,14 +128,14 @@ fi
 # in every first command on a new store otherwise).
 .venv/bin/python -m scripts.query.translate_shipped >/dev/null
 if [ "$want_tests" -eq 1 ]; then
-    # Kusto.Language (Microsoft's KQL parser), pinned by tests/kusto/package-lock.json,
+    # Kusto.Language (Microsoft's KQL parser), pinned by tests/support/kusto/package-lock.json,
     # validates bicep/queries in the tests.
-    if [ "$(cat tests/kusto/node_modules/.lock-installed 2>/dev/null)" = "$(sha256sum tests/kusto/package-lock.json | cut -d' ' -f1)" ]; then
-        say "tests/kusto already has its npm packages"
+    if [ "$(cat tests/support/kusto/node_modules/.lock-installed 2>/dev/null)" = "$(sha256sum tests/support/kusto/package-lock.json | cut -d' ' -f1)" ]; then
+        say "tests/support/kusto already has its npm packages"
     else
-        say "npm ci in tests/kusto"
-        (cd tests/kusto && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-        sha256sum tests/kusto/package-lock.json | cut -d' ' -f1 > tests/kusto/node_modules/.lock-installed
+        say "npm ci in tests/support/kusto"
+        (cd tests/support/kusto && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        sha256sum tests/support/kusto/package-lock.json | cut -d' ' -f1 > tests/support/kusto/node_modules/.lock-installed
     fi
 fi
 say "done; activate with: source .venv/bin/activate"

@@ -1,4 +1,10 @@
-pytest_plugins = ['tests.loopback_azure']
+# Fixtures of the support modules, for every test; pytester runs a pytest of
+# its own (tests/cli/test_markers.py).
+pytest_plugins = ['pytester', 'tests.support.service_markers',
+                  'tests.support.loopback_azure',
+                  'tests.support.acceptance_runs', 'tests.support.browser',
+                  'tests.support.kql_validator',
+                  'tests.support.loopback_impact']
 
 import os
 import shutil

@@ -157,7 +157,7 @@ class OsuCollective(OsuBase):
     each result (-c) with a datatype whose reduction it checks exactly
     (GPU buffers: one rank per GPU):
     OMB 7.4's default MPI_CHAR fails its own check at 16 B where MPI_INT
-    passes (tests/data/osu/PROVENANCE-built-here.md)."""
+    passes (tests/support/data/osu/PROVENANCE-built-here.md)."""
     descr = 'OSU collective latency across nodes, every core a rank'
     benchmark = parameter(['osu_allreduce', 'osu_alltoall'])
     num_nodes = 2

@@ -3,7 +3,7 @@ same test case (its node pin stripped) on the same partition, SKU, metric
 and device.
 
 The rule (one definition; bicep/queries/node_outliers.kql says the same in
-KQL, and tests/test_judging_peers.py holds them to it on one store):
+KQL, and tests/query/test_judging_peers.py holds them to it on one store):
 
 - a member is judged when it has at least ``min_peers`` peers (default 4,
   the node itself not counted: groups of 5 nodes or more);

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from scripts.acceptance import plan
-from tests.helpers import REPO, suite_env
+from tests.support.helpers import REPO, suite_env
 
 SINFO = """#!/bin/sh
 i=0

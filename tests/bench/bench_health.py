@@ -27,8 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
 from checks.health import dump, fingerprint, judge, rules  # noqa: E402
-from tests.health_data import HEALTH, build_sysfs  # noqa: E402
-from tests.helpers import REPO, STANDINS  # noqa: E402
+from tests.support.health_data import HEALTH, build_sysfs
+from tests.support.helpers import REPO, STANDINS
 
 SAMPLER = REPO / 'checks' / 'common' / 'health_sample.sh'
 NODE = 'nd-1'

@@ -35,7 +35,7 @@ import fcntl
 
 from scripts.query import index
 from tests.bench import fleet_store
-from tests.helpers import REPO, suite_env
+from tests.support.helpers import REPO, suite_env
 
 CLI = str(REPO / 'scripts' / 'clusterproof')
 LIMIT = """

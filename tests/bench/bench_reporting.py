@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.helpers import REPO, suite_env
-from tests.loopback_azure import FakeAzure, make_certificate
-from tests.reporting_helpers import SYNTHETIC
+from tests.support.helpers import REPO, suite_env
+from tests.support.loopback_azure import FakeAzure, make_certificate
+from tests.support.reporting_helpers import SYNTHETIC
 
 BENCH = Path(__file__).resolve().parent
 

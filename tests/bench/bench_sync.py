@@ -39,7 +39,7 @@ from tests.bench import fleet_store
 from tests.bench.bench_queries import (CLI, compiled_as_set_up, load_line,
                                        run_one)
 from tests.bench.bench_reporting import calls, start_fake
-from tests.helpers import REPO, suite_env
+from tests.support.helpers import REPO, suite_env
 
 
 def main(argv=None):

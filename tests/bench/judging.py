@@ -8,7 +8,7 @@ sessions: each node against its peers (scripts/judging/peers.py), against a
 site baseline of every key (scripts/judging/baseline.py), the failing
 findings, the common-mode pass and the verdict rows. Goal: under 5 s for
 1,000 nodes x 50 metrics. Not collected by pytest (no test_ prefix);
-tests/test_judging_peers.py bounds the time on a smaller run.
+tests/query/test_judging_peers.py bounds the time on a smaller run.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ banner then runs of the patterns that used to backtrack; the banner then
 blank lines), for an input of ``--mb`` and one of half that size. "ratio" is
 the time per MB at full size over the time per MB at half size: near 1 for a
 linear parser, near 2 for a quadratic one. Not collected by pytest (no test_ prefix); the
-property tests in tests/test_parsers_hostile.py bound the time on small input.
+property tests in tests/parsers/test_parsers_hostile.py bound the time on small input.
 """
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
 from checks import parsers  # noqa: E402
-from tests.hostile_text import (BANNERS, RUNS, hostile,  # noqa: E402
-                                random_text)
+from tests.support.hostile_text import BANNERS, RUNS, hostile, random_text
 
 
 def hostile_mix(tool: str, size: int) -> str:

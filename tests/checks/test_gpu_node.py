@@ -12,7 +12,7 @@ from checks.common.health_sampling import SAMPLER
 from checks.gpu.gpu_node import ask_each_gpu
 from checks.health import dump, gpu_node, judge, rules
 from checks.parsers import dcgmi
-from tests.helpers import STANDINS, run_reframe, suite_env
+from tests.support.helpers import STANDINS, run_reframe, suite_env
 
 DATA = Path(__file__).resolve().parents[1] / 'support' / 'data'
 NODE = DATA / 'gpu-node'
@@ -142,7 +142,7 @@ def test_links_below_the_skus_count_or_speed_are_named():
 def test_nvlink_error_counters_rising_around_a_test_are_recorded():
     errors = (DATA / 'nvlink-topo' / 'nvidia-smi-nvlink-e-H100-anonymized-'
               'mlengineering-excerpt.out').read_text()
-    xml = (Path(__file__).resolve().parents[1] / 'data' / 'health' /
+    xml = (Path(__file__).resolve().parents[1] / 'support' / 'data' / 'health' /
            'telegraf_a100-sxm4-v12.xml').read_text()
 
     def sample(counters):

@@ -1,7 +1,7 @@
 """`clusterproof acceptance` of the GPU node checks (checks/gpu/gpu_node.py)
 on the sandbox Slurm: its CPU-only ndv5 nodes pretend to be ND H100 v5 VMs
 (CLUSTERPROOF_SANDBOX_GPUS=8), and stand-ins of nvidia-smi and dcgmi
-(tests/standins/gpu) replay composed ND H100 v5 outputs
+(tests/support/standins/gpu) replay composed ND H100 v5 outputs
 (tests/support/data/gpu-node/PROVENANCE.md), checking their own command
 lines. On sb-n2 GPU 5 has NVLink 3 down, on sb-n3 GPU 5 is missing, on
 sb-n5 GPU 2 fails DCGM's diagnostic: acceptance's verdicts, summary, table
@@ -12,9 +12,9 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.helpers import STANDINS, stored_rows
-from tests.test_acceptance import (  # noqa: F401  (sandbox_env: a fixture)
-    NODES, acceptance, expected, sandbox_env, verdict_of)
+from tests.support.acceptance_runs import (NODES, acceptance, expected,
+                                           verdict_of)
+from tests.support.helpers import STANDINS, stored_rows
 
 DATA = Path(__file__).resolve().parents[1] / 'support' / 'data' / 'gpu-node'
 EIGHT = DATA / 'ndv5-8gpu-nvidia-smi-q_composed.txt'
