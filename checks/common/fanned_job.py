@@ -66,6 +66,9 @@ class FansOut(ParsedOutput):
             return 1
         return len(fan_out.path_rounds(self.fan_groups()))
 
+    def measures_each_node_alone(self) -> bool:   # vm_size.py asks
+        return self.fanned_out()
+
     def fanned_out(self) -> bool:
         return bool(self.fans_out and len(self.fan_groups()) > 1
                     and not self.is_local())

@@ -143,11 +143,10 @@ class HealthSampling(rfm.RegressionTestPlugin):
     def _nominal(self) -> judge.Nominal:
         return rules.nominal(self.current_partition.extras.get('vm_sku'))
 
-    def _nccl_version(self) -> str | None:
-        if getattr(self, 'parser_tool', None) != 'nccl':
-            return None
-        text = _read(os.path.join(self.stagedir, self.stdout.evaluate()))
-        return fingerprint.nccl_version(text or '')
+    def nccl_version(self) -> str | None:
+        """The NCCL version the run used, for the fingerprint; None for a
+        check that runs no NCCL (checks/gpu/nccl.py says)."""
+        return None
 
     @run_after('run')
     def _assess_health(self):
@@ -170,7 +169,7 @@ class HealthSampling(rfm.RegressionTestPlugin):
             if entry.get('before') is not None:
                 prints[node] = fingerprint.of_node(entry['before'],
                                                    entry.get('kvp'))
-        nccl = self._nccl_version()
+        nccl = self.nccl_version()
         for columns in prints.values():
             columns['nccl_version'] = nccl
         if prints:

@@ -49,6 +49,11 @@ class SkuReferences(rfm.RegressionTestPlugin):
     reference_differences = variable(typ.Dict[str, typ.List[str]],
                                      value={})
 
+    def judge_without_verdict(self, reason: str) -> None:
+        """Keep every reference of the run without thresholds, saying why
+        (vm_size.py calls this for a node of another SKU)."""
+        self.no_verdict_reasons = list(self.no_verdict_reasons) + [reason]
+
     def vm_sku(self) -> str:
         """The SKU the node reported after the run (vm_size.py), else the
         one its partition declares."""

@@ -36,6 +36,11 @@ class TimeLimited(rfm.RegressionTestPlugin):
         """Override where the runtime follows from the problem size."""
         return self.expected_runtime_s
 
+    def fan_rounds(self) -> int:
+        """How many runs of the check the job makes one after the other
+        (fanned_job.py overrides this for a batch of pairs)."""
+        return 1
+
     @run_before('run')
     def _set_time_limit(self):
         # None = neither the user (-S time_limit=...) nor the check chose
@@ -43,6 +48,6 @@ class TimeLimited(rfm.RegressionTestPlugin):
         if self.time_limit is None and not self.current_partition.time_limit:
             # a batch of ring pairs runs its pairs in rounds, one after
             # the other (fanned_job.py): each round as long as one run
-            rounds = getattr(self, 'fan_rounds', lambda: 1)()
+            rounds = self.fan_rounds()
             self.time_limit = limit_seconds(
                 self.expected_seconds() * rounds, self.time_limit_factor)

@@ -170,6 +170,17 @@ class VmSize(rfm.RegressionTestPlugin):
     #: the job that differs).
     vm_sku_mismatches = variable(typ.Dict[str, str], value={})
 
+    def measures_each_node_alone(self) -> bool:
+        """True where a batch job measures each node on its own
+        (fanned_job.py says so); each node is then judged by its own
+        size."""
+        return False
+
+    def judge_without_verdict(self, reason: str) -> None:
+        """A node of the job is not the partition's SKU: a check judged
+        against references shows its values without a verdict
+        (sku_references.py); nothing to do for one without."""
+
     def groups_of_another_sku(self, labels) -> dict[str, str]:
         """Group label (a node, 'a+b' a pair: fan_out.py) -> the VM size of
         its first node that is not what the partition declares, for each
@@ -211,8 +222,7 @@ class VmSize(rfm.RegressionTestPlugin):
         self.vm_sku_mismatches = {
             node: found for node, size in sizes.items()
             if (found := mismatch(partition, declared, size, node))}
-        each_on_its_own = getattr(self, 'fanned_out', lambda: False)()
-        if each_on_its_own:
+        if self.measures_each_node_alone():
             # fanned_job.py judges each node by its own size
             self.vm_sku_observed = batch_size(sizes, declared)
             return
@@ -220,6 +230,4 @@ class VmSize(rfm.RegressionTestPlugin):
         if self.vm_sku_mismatches:
             found = '; '.join(self.vm_sku_mismatches.values())
             self.vm_sku_mismatch = found
-            if hasattr(self, 'no_verdict_reasons'):  # checks with references
-                self.no_verdict_reasons = list(self.no_verdict_reasons) + [
-                    found]
+            self.judge_without_verdict(found)

@@ -44,6 +44,7 @@ import reframe.utility.typecheck as typ
 
 from ..common import launch, references
 from ..common.benchmark import BenchmarkTest
+from ..health import fingerprint
 from ..parsers.nccl import FABRICS
 
 COLLECTIVES = ['all_reduce', 'all_gather', 'reduce_scatter', 'alltoall',
@@ -121,6 +122,14 @@ class NcclBase(BenchmarkTest):
 
     multinode = False
 
+    def nccl_version(self) -> str | None:   # health_sampling.py asks
+        """The NCCL version the output names (its fingerprint)."""
+        try:
+            with open(os.path.join(self.stagedir, self.stdout.evaluate()),
+                      errors='replace') as fp:
+                return fingerprint.nccl_version(fp.read())
+        except OSError:
+            return fingerprint.nccl_version('')
     def node_count(self) -> int:
         return 1
 

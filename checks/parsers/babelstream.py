@@ -30,13 +30,13 @@ RATE_UNITS = {'MBytes/sec': 1e6, 'MiBytes/sec': 2 ** 20,
               'GBytes/sec': 1e9, 'GiBytes/sec': 2 ** 30}
 
 _BANNER = re.compile(r'^(BabelStream|GPU-STREAM)\s*$')
-_HEADING = re.compile(r'^Function\s+(\S+)\s+Min \(sec\)\s+Max\s+Average\s*$')
+_HEADING = re.compile(r'^Function +(\S+) +Min \(sec\) +Max +Average$')
 _FIELDS = {
     'version': re.compile(r'^Version: (\S+)'),
-    'implementation': re.compile(r'^Implementation: (.+?)\s*$'),
+    'implementation': re.compile(r'^Implementation: (.+)$'),
     'precision': re.compile(r'^Precision: (\w+)'),
-    'array_size': re.compile(r'^Array size: (.+?)\s*$'),
-    'device': re.compile(r'^Using \w+ device (.+?)\s*$'),
+    'array_size': re.compile(r'^Array size: (.+)$'),
+    'device': re.compile(r'^Using \w+ device (.+)$'),
     'driver': re.compile(r'^Driver: (\S+)'),
     'times': re.compile(r'^Running kernels (\d+) times'),
 }

@@ -37,19 +37,28 @@ UNIT = 'GB/s'
 
 _RUNNING = re.compile(r'^Running (\w+)\.\s*$')
 _SUM = re.compile(r'^SUM (\w+) (\S+)\s*$')
-_DEVICE = re.compile(r'^Device (\d+): (.*?)(?: \(([0-9a-fA-F:.]+)\))?\s*$')
-_PROCESS = re.compile(
-    r'^Process (\d+) \(([^)]*)\): device (\d+): (.*?)'
-    r'(?: \(([0-9a-fA-F:.]+)\))?\s*$')
+# matched on stripped lines; the bus id is split off by name_and_bus_id
+_DEVICE = re.compile(r'^Device (\d+): (.*)$')
+_PROCESS = re.compile(r'^Process (\d+) \(([^)]*)\): device (\d+): (.*)$')
+_BUS_ID = re.compile(r'^[0-9a-fA-F:.]+$')
 _HEADER_FIELDS = {
     'version': re.compile(r'^nvbandwidth Version: (\S+)'),
     'git_version': re.compile(r'^Built from Git version: (\S+)'),
-    'cuda_runtime': re.compile(r'^CUDA Runtime Version: (.+?)\s*$'),
+    'cuda_runtime': re.compile(r'^CUDA Runtime Version: (.+)$'),
     'driver': re.compile(r'^Driver Version: (\S+)'),
 }
 # "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
 # "memory latency SM CPU(row) <-> GPU(column) (ns)"
 _DESCRIPTION = re.compile(r'\((?:row|column)\).*\((GB/s|ns)\)\s*$')
+
+
+def name_and_bus_id(text: str) -> tuple[str, str | None]:
+    """'NVIDIA GH200 480GB (00000009:01:00)' -> the name and the bus id."""
+    start = text.rfind(' (')
+    if text.endswith(')') and start >= 0 and \
+            _BUS_ID.match(text[start + 2:-1]):
+        return text[:start], text[start + 2:-1]
+    return text, None
 
 
 def is_pair_testcase(description: str) -> bool:
@@ -109,14 +118,16 @@ def _read_text(text: str):
                     header[name] = match.group(1)
             device = _DEVICE.match(stripped)
             if device:
-                devices[int(device.group(1))] = {
-                    'name': device.group(2), 'bus_id': device.group(3)}
+                name, bus_id = name_and_bus_id(device.group(2))
+                devices[int(device.group(1))] = {'name': name,
+                                                 'bus_id': bus_id}
             process = _PROCESS.match(stripped)
             if process:
+                name, bus_id = name_and_bus_id(process.group(4))
                 devices[int(process.group(1))] = {
                     'host': process.group(2),
                     'local_device': int(process.group(3)),
-                    'name': process.group(4), 'bus_id': process.group(5)}
+                    'name': name, 'bus_id': bus_id}
             if stripped.startswith('Waived'):
                 waived += 1
             continue
@@ -165,12 +176,17 @@ def _from_json(document: dict):
               if value is not None}
     devices = {}
     for entry in body.get('GPU Device list') or []:
-        match = re.match(r'^(\d+): (.*?)(?: \(([0-9a-fA-F:.]+)\))?'
-                         r'(?:: \((.*)\))?$', str(entry))
-        if match:
-            devices[int(match.group(1))] = {
-                'name': match.group(2), 'bus_id': match.group(3),
-                **({'host': match.group(4)} if match.group(4) else {})}
+        # "<index>: <name> (<bus id>): (<host>)"
+        index, _, rest = str(entry).partition(': ')
+        if not index.isdigit() or len(index) > 6:
+            continue
+        host = None
+        cut = rest.rfind(': (')
+        if rest.endswith(')') and cut >= 0:
+            rest, host = rest[:cut], rest[cut + 3:-1]
+        name, bus_id = name_and_bus_id(rest)
+        devices[int(index)] = {'name': name, 'bus_id': bus_id,
+                               **({'host': host} if host else {})}
     testcases, waived = [], 0
     for item in body.get('testcases') or []:
         if not isinstance(item, dict):

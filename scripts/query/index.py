@@ -83,7 +83,7 @@ def listing(results_dir: Path) -> list[Stored]:
 
 
 class Lock:
-    """The index's lock file: shared to read, exclusive to write."""
+    """The index's lock file (flock): shared to read, exclusive to write."""
 
     def __init__(self, path: Path):
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -100,8 +100,8 @@ class Lock:
                 time.sleep(0.05)
 
     def exclusive(self) -> bool:
-        """Exclusive now, or False (then no lock is held: flock's change of
-        mode is not atomic)."""
+        """Exclusive now, or False, and then none held (flock(2): a change
+        of mode is not atomic)."""
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True

@@ -68,8 +68,9 @@ def test_a_confirmed_bad_node_is_reported_followed_and_taken_back(
     assert props['additionalProperties']['PhysicalHostName'] == \
         host_of('sb-n3')
     session_id = summary['session_id']
-    # stream_c_omp2_20M_cpu_quota_10pct.out: "Triad: 1190.4 ..." (the
-    # best rate column); the sandbox reference is 8000 MB/s
+    # stream_c_omp2_20M_cpu_quota_10pct.out line 30: "Triad: 1190.4 ..."
+    # (the best rate column); the sandbox reference is 8000 MB/s
+    # (tests/support/data/acceptance/references)
     for evidence in (session_id, 'triad_bw=1190.4 MB/s against 8000 MB/s',
                      'failed 1 re-measurement(s) too'):
         assert evidence in props['impactDescription']

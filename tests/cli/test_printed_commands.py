@@ -39,6 +39,9 @@ EXAMPLES = {
     'query': (QUERY_README, "After the quick start's first command, read "
               'what it stored'),
     'report': (QUERY_README, '## The report'),
+    'query index': (QUERY_README, '## How the local engine reads the store'),
+    'query benchmark': (REPO / 'tests' / 'bench' / 'README.md',
+                        '## Queries and the report'),
 }
 # What the READMEs show and no test here runs, and why.
 NOT_RUN_HERE = {
@@ -49,6 +52,10 @@ NOT_RUN_HERE = {
     'and not kusto" -n 2 --dist loadfile':
         'the fast tier itself, which cannot run inside a run of the tests; '
         'tests/bench/README.md has its time',
+    'nice -n 5 .venv/bin/python -m tests.bench.fleet_store DIR --rows 300000':
+        'a benchmark: it writes a store of 300,000 rows',
+    'nice -n 5 .venv/bin/python -m tests.bench.bench_queries --rows 300000 '
+    '--home DIR': 'a benchmark: every query, cold and warm, on that store',
 }
 CLI = str(REPO / 'scripts' / 'clusterproof')
 QUICK_START_BOUND_S = 300
@@ -179,6 +186,17 @@ def test_the_report_example(quick_start):
         os.path.expanduser('~'), str(quick_start.home))
     assert not str(target).startswith(str(REPO))
     assert 'HpccNode' in open(target).read()
+
+
+def test_the_query_index_example(quick_start):
+    query, listing, removal = example('query index')
+    results = [run_shell(line, quick_start.env, EXAMPLE_BOUND_S,
+                         quick_start.cwd)[0]
+               for line in (query, listing, removal, listing)]
+    assert [r.returncode for r in results[:3]] == [0, 0, 0], \
+        [r.stderr for r in results]
+    assert 'index.duckdb' in results[1].stdout.split()
+    assert results[3].returncode != 0          # removed: built again later
 
 
 def test_the_parse_and_ingest_examples(quick_start):

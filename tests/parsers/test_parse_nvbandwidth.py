@@ -175,3 +175,28 @@ def test_cli_parse_knows_nvbandwidth():
     assert out['ok'] is True and out['tool'] == 'nvbandwidth'
     assert out['metrics']['host_to_device_memcpy_ce_gpu0'] == {
         'value': 55.28, 'unit': 'GB/s'}
+
+
+@pytest.mark.parametrize('text', [
+    'Device 0: ' + ' ' * 400_000 + 'x',
+    'Process 0 (h): device 0: ' + ' (' * 200_000,
+    'CUDA Runtime Version: ' + ' ' * 400_000 + 'x',
+    json.dumps({'nvbandwidth': {'GPU Device list': [
+        '0: a (0000)' + ': (' * 130_000], 'testcases': []}})])
+def test_long_header_and_device_lines_read_in_linear_time(text):
+    # each took minutes with a lazy pattern ending in \s*$ before
+    import time
+    began = time.perf_counter()
+    result = nvbandwidth.parse(text)
+    assert time.perf_counter() - began < 5.0
+    assert not result.ok
+
+
+def test_babelstream_and_gpu_burn_long_lines_read_in_linear_time():
+    import time
+    from checks.parsers import babelstream, gpu_burn
+    began = time.perf_counter()
+    babelstream.parse('BabelStream\nImplementation: ' + ' ' * 400_000 + 'x')
+    babelstream.parse('BabelStream\nUsing CUDA device ' + ' ' * 400_000 + 'x')
+    gpu_burn.parse('GPU 0: ' + ' (UUID: ' * 50_000)
+    assert time.perf_counter() - began < 5.0

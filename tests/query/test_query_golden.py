@@ -1,7 +1,7 @@
 """Every shipped query on a small realistic store (tests/support/query_store.py),
 run by the local engine (DuckDB + duckdb-kql) at a fixed 'now': the rows
 must be the expected ones in tests/support/data/query_golden/<name>.json, read from
-the JSON lines (cold) and from the Parquet cache (warm).
+the JSON lines (cold), from the index (warm) and with every session running.
 
 To regenerate after a deliberate change to a query or the store, run with
 CLUSTERPROOF_UPDATE_GOLDEN=1, then read the diff before committing it."""

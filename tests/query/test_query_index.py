@@ -260,3 +260,37 @@ def test_too_little_memory_is_one_line_naming_the_setting(tmp_path):
         [line] = done.stderr.splitlines()
         assert 'CLUSTERPROOF_QUERY_MEMORY=20MB is too little' in line
         assert 'give it more, e.g. CLUSTERPROOF_QUERY_MEMORY=640MB' in line
+
+
+@pytest.mark.parametrize('name', ['trends', 'run_summary', 'node_outliers'])
+def test_large_csv_and_json_written_by_duckdb_read_as_pythons(
+        home, monkeypatch, name):
+    """Past PYTHON_ROWS, DuckDB's COPY writes --csv and --json: the same
+    values, read back, as output.py writes for a small result (a list in
+    CSV as compact JSON)."""
+    import csv
+    import io
+
+    from scripts.query import output
+
+    def written(writer, most):
+        monkeypatch.setattr(local, 'PYTHON_ROWS', most)
+        runner = Runner(results_dir=home / 'results', now=query_store.NOW)
+        buffer = io.StringIO()
+        try:
+            runner.write(name, writer, buffer)
+        finally:
+            runner.close()
+        return buffer.getvalue()
+
+    def compact(row):
+        return {k: json.dumps(json.loads(v), separators=(',', ':'))
+                if v.startswith('[') else v for k, v in row.items()}
+    by_python = json.loads(written(output.write_json, 10 ** 9))
+    assert by_python and json.loads(written(output.write_json, 0)) == \
+        by_python
+    python_csv = written(output.write_csv, 10 ** 9)
+    duckdb_csv = written(output.write_csv, 0)
+    assert python_csv.splitlines()[0] == duckdb_csv.splitlines()[0]
+    assert [compact(r) for r in csv.DictReader(io.StringIO(duckdb_csv))] \
+        == [compact(r) for r in csv.DictReader(io.StringIO(python_csv))]

@@ -9,7 +9,7 @@ import duckdb
 import duckdb_kql
 import pytest
 
-from scripts.query import library, local, output, sql_cache
+from scripts.query import library, local, memory, output, sql_cache
 from scripts.query.runner import Runner
 from scripts.report import model
 from tests.support import query_store
@@ -167,7 +167,7 @@ def test_memory_is_bounded_and_spills_beside_the_store(home, monkeypatch):
 def test_a_memory_limit_reads_as_duckdb_reads_it(limit, expected):
     """The bytes clusterproof counts threads from are those DuckDB holds to:
     its own formatting of the limit set is that of the bytes read."""
-    assert local.memory_bytes(limit) == expected
+    assert memory.memory_bytes(limit) == expected
     con = duckdb.connect()
     formatted = con.execute(f'SELECT format_bytes({expected})').fetchone()[0]
     con.execute(f"SET memory_limit = '{limit}'")
@@ -177,12 +177,12 @@ def test_a_memory_limit_reads_as_duckdb_reads_it(limit, expected):
 
 def test_threads_follow_the_memory_limit():
     gib = 2 ** 30
-    assert local.threads_for(local.memory_bytes('640MB'), 16) == 2
-    assert local.threads_for(local.memory_bytes('640MB'), 1) == 1
-    assert local.threads_for(local.memory_bytes('639MB'), 16) == 1
-    assert local.threads_for(local.memory_bytes('300MB'), 16) == 1
-    assert local.threads_for(local.memory_bytes('4GiB'), 16) == 13
-    assert local.threads_for(1000 * gib, 8) == 8
+    assert memory.threads_for(memory.memory_bytes('640MB'), 16) == 2
+    assert memory.threads_for(memory.memory_bytes('640MB'), 1) == 1
+    assert memory.threads_for(memory.memory_bytes('639MB'), 16) == 1
+    assert memory.threads_for(memory.memory_bytes('300MB'), 16) == 1
+    assert memory.threads_for(memory.memory_bytes('4GiB'), 16) == 13
+    assert memory.threads_for(1000 * gib, 8) == 8
 
 
 @pytest.mark.parametrize('limit, said', [

@@ -200,7 +200,7 @@ def build(home: Path, now: dt.datetime = NOW, days: int = DAYS) -> list[dict]:
 
 def settle(home: Path) -> None:
     """Each session file's modification time its last row's, as ReFrame
-    leaves them (long before now: the Parquet cache keeps them)."""
+    leaves them (long before now: the index holds them)."""
     for path in (home / 'results').glob('*/*.jsonl'):
         last = max(json.loads(line)['TimeGenerated']
                    for line in path.read_text().splitlines())
