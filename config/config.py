@@ -21,10 +21,14 @@ reframe_temp_log.remove_at_exit()
 
 # A home that cannot hold the store stops ReFrame here, in one line naming it
 # (ReFrame reports an OSError of its configuration so), before the systems
-# read their site file from it.
-store.check_home()
-
-from .systems import azure, local, pbs_example, sandbox  # noqa: E402
+# read their site file from it. ReFrame then names its log files in its
+# last line: its first one is let go of, not left behind.
+try:
+    store.check_home()
+    from .systems import azure, local, pbs_example, sandbox  # noqa: E402
+except Exception:
+    reframe_temp_log.let_go()
+    raise
 
 # Order matters: the first hostname match wins and local matches anything.
 FAMILIES = [azure, sandbox, pbs_example, local]

@@ -134,7 +134,14 @@ if [ "$want_tests" -eq 1 ]; then
         say "tests/support/kusto already has its npm packages"
     else
         say "npm ci in tests/support/kusto"
-        (cd tests/support/kusto && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        # npm's cache (and its logs) in a directory of its own, removed after,
+        # not in ~/.npm.
+        npm_cache=$(mktemp -d)
+        npm_status=0
+        (cd tests/support/kusto && npm ci --cache "$npm_cache" --no-update-notifier \
+            --no-audit --no-fund --loglevel=error >/dev/null) || npm_status=$?
+        rm -rf "$npm_cache"
+        [ "$npm_status" -eq 0 ] || exit "$npm_status"
         sha256sum tests/support/kusto/package-lock.json | cut -d' ' -f1 > tests/support/kusto/node_modules/.lock-installed
     fi
 fi

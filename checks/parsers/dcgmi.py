@@ -228,6 +228,9 @@ def _human(lines: list[str]) -> tuple[list[_Plugin], dict, bool, bool]:
             continue
         left, right = cells
         if left == 'Diagnostic' and right.strip() == 'Result':
+            if closed and plugins:
+                # the whole result printed again: the last table counts
+                plugins, metadata, current, message = [], {}, None, None
             seen, closed = True, False
             continue
         if not seen and not (left and stripped[_LEFT_WIDTH + 1] == '|' and (

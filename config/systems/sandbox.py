@@ -31,7 +31,7 @@ OPEN_MPI_ENV = [
 # apply; their hardware facts do not: the nodes are this machine's)
 _SKU_OF = sku_facts.by_partition()
 CORES_PER_NODE = 2  # what scripts/cli/sandbox.py declares for each node
-# Pretend GPUs for the GPU checks' replay stand-ins (tests/standins):
+# Pretend GPUs for the GPU checks' replay stand-ins (tests/support/standins):
 # CLUSTERPROOF_SANDBOX_GPUS=N gives ndv5 the 'gpu' feature and N GPUs per
 # node. No GRES is declared: Slurm here has no GPU to hand out.
 PRETEND_GPUS = settings.sandbox_gpus()

@@ -338,8 +338,11 @@ def _prepare(layout):
     _write(layout.slurm_conf, _slurm_conf(layout, ports))
     _write(layout.slurmdbd_conf, _slurmdbd_conf(layout, ports, _db_password(layout)), 0o600)
     _write(layout.task_prolog, _task_prolog(), 0o755)
+    # A shell that sources the env file uses the sandbox: ReFrame and
+    # `clusterproof acceptance` pick the system from RFM_SYSTEM.
     exports = ''.join(f'export {k}={shlex.quote(v)}\n'
-                      for k, v in client_env(layout.dir).items())
+                      for k, v in {**client_env(layout.dir),
+                                   'RFM_SYSTEM': 'sandbox'}.items())
     _write(layout.env_file, exports)
     return ports
 
@@ -627,6 +630,14 @@ def add_parser(subparsers):
     return parser
 
 
+#: The acceptance run `start` shows: every node of a partition judged on
+#: HPCC on one node, the one benchmark that runs for real on the sandbox's
+#: nodes (HpccTwoNodes would add a pair phase of five rounds).
+ACCEPTANCE_PARTITION = 'hbv4'
+ACCEPTANCE_CHECKS = repo.REPO / 'checks' / 'cpu' / 'hpcc.py'
+ACCEPTANCE_EXCLUDE = 'HpccTwoNodes'
+
+
 def run(args):
     directory = args.dir or default_dir()
     # Only start needs the packages and cgroups, so a half-removed install can
@@ -650,7 +661,13 @@ def run(args):
         return 1
     env_file = Layout(directory).env_file
     dir_args = ['--dir', str(args.dir)] if args.dir else []
-    print(f'use it with:\n  source {env_file}\n'
-          f'  {repo.reframe_command_line("--system", "sandbox", "-c", "checks", "-r")}\n'
-          f'stop it with:\n  {repo.clusterproof_command_line("sandbox", "stop", *dir_args)}')
+    reframe = repo.reframe_command_line('--system', 'sandbox', '-c', 'checks',
+                                        '-r')
+    acceptance = repo.clusterproof_command_line(
+        'acceptance', '--partition', ACCEPTANCE_PARTITION,
+        '--checks', repo.shown(ACCEPTANCE_CHECKS),
+        '--exclude', ACCEPTANCE_EXCLUDE)
+    stop_line = repo.clusterproof_command_line('sandbox', 'stop', *dir_args)
+    print(f'use it with:\n  source {env_file}\n  {reframe}\n  {acceptance}\n'
+          f'stop it with:\n  {stop_line}')
     return 0

@@ -4,10 +4,11 @@ service principal variables). LOGS_QUERY_ENDPOINT points at another cloud's
 Log Analytics API (default https://api.loganalytics.io)."""
 from __future__ import annotations
 
-from azure.core.exceptions import AzureError, HttpResponseError
-from azure.identity import DefaultAzureCredential
+from azure.core.exceptions import (AzureError, ClientAuthenticationError,
+                                   HttpResponseError)
 from azure.monitor.query import LogsQueryClient, LogsQueryStatus
 
+from config.results.azure import ingestion
 from config.results.azure.ingestion import query_endpoint
 from scripts.query.result import QueryFailed, Result, plain
 
@@ -19,7 +20,7 @@ class CloudQueryError(QueryFailed):
 def connect(credential=None) -> LogsQueryClient:
     """One client (and credential, which caches its token) for a session
     of queries."""
-    return LogsQueryClient(credential or DefaultAzureCredential(),
+    return LogsQueryClient(credential or ingestion.credential(),
                            endpoint=query_endpoint())
 
 
@@ -28,6 +29,11 @@ def run(client: LogsQueryClient, workspace_id: str, kql: str) -> Result:
         # No timespan: each query sets its own window (ago(...)).
         response = client.query_workspace(workspace_id, kql, timespan=None)
     except HttpResponseError as err:
+        # azure-monitor-query raises a plain HttpResponseError in place of
+        # the credential's ClientAuthenticationError (_helpers.process_error)
+        if isinstance(err, ClientAuthenticationError) or isinstance(
+                err.__context__, ClientAuthenticationError):
+            raise CloudQueryError(ingestion.NO_CREDENTIAL) from None
         raise CloudQueryError(
             f'Log Analytics answered {err.status_code}: {err.message}') \
             from None

@@ -67,9 +67,11 @@ def stored_rows_of(env):
 
 # --- the compute check on its own, on the sandbox ---------------------------
 
-def run_compute(tmp_path, slurm_sandbox, gpus, **env):
-    """GpuComputeQuick on one sandbox ndv5 node with *gpus* pretend GPUs;
-    the gpu_burn stand-in replays a real output (tests/support/data/gemm-burn)."""
+def run_compute(tmp_path, slurm_sandbox, gpus, check='compute.py',
+                name='GpuComputeQuick', **env):
+    """GpuComputeQuick (or *name* of checks/gpu/*check*) on one sandbox
+    ndv5 node with *gpus* pretend GPUs; the stand-ins replay real outputs
+    (gpu_burn: tests/support/data/gemm-burn)."""
     import os
     import re
     import subprocess
@@ -82,7 +84,7 @@ def run_compute(tmp_path, slurm_sandbox, gpus, **env):
     done = subprocess.run(
         [str(Path(sys.executable).parent / 'reframe'), '-C',
          str(REPO / 'config' / 'config.py'), '--system', 'sandbox:ndv5',
-         '-c', 'checks/gpu/compute.py', '-n', 'GpuComputeQuick', '-r',
+         '-c', f'checks/gpu/{check}', '-n', name, '-r',
          '--prefix', str(tmp_path / 'rfm')], env=environ, cwd=str(REPO),
         capture_output=True, text=True, timeout=600)
     return done, re.sub(r'\x1b\[[0-9;]*m', '', done.stdout + done.stderr)
@@ -120,3 +122,24 @@ def test_faulty_gpus_fail_the_run_by_name_whatever_the_exit_code(
     assert 'sanity error: gpu_burn calls GPU 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ' \
         '10, 11, 12, 13, 14, 15 FAULTY; GPU 1: -524288000 compute ' \
         'errors' in out
+
+
+def test_hbm_bandwidth_per_gpu_with_the_hbm_peak(tmp_path, slurm_sandbox):
+    """One cuda-stream per GPU (the stand-in replays the A100 BabelStream
+    5.0 run, tests/support/data/babelstream, line 134: Triad
+    1377517.491 MB/s)."""
+    done, out = run_compute(tmp_path, slurm_sandbox, 8,
+                            check='hbm_bandwidth.py',
+                            name='GpuMemoryBandwidth')
+    assert done.returncode == 0, out
+    rows = [r for r in stored_rows_of({'CLUSTERPROOF_HOME':
+                                       str(tmp_path / 'home')})
+            if r['check_perf_var'] == 'triad_bw'
+            and r['check_perf_value'] is not None]
+    assert sorted(r['device'] for r in rows) == [f'gpu{i}' for i in
+                                                 range(8)]
+    assert {r['check_perf_value'] for r in rows} == {1377.517491}
+    # peaks.yaml's ND H100 v5 HBM3 figure; the Guide's Triad shown only
+    assert {r['check_perf_peak'] for r in rows} == {3350.0}
+    assert {(r['check_perf_ref'], r['check_perf_result'])
+            for r in rows} == {(2970.0, 'informational')}

@@ -1,4 +1,4 @@
-"""The README's table of reference keys per Azure partition is what a dry
+"""checks/README.md's table of reference keys per Azure partition is what a dry
 run of today's checks looks up (scripts/reference_table.py)."""
 from scripts import reference_table
 from tests.support.helpers import REPO
@@ -6,9 +6,9 @@ from tests.support.helpers import REPO
 
 def test_readme_table_is_current(tmp_path):
     section = reference_table.generate()
-    readme = (REPO / 'README.md').read_text()
+    readme = (REPO / 'checks' / 'README.md').read_text()
     assert section in readme, (
-        'README.md reference-key table is stale: run '
+        'checks/README.md reference-key table is stale: run '
         '.venv/bin/python -m scripts.reference_table --write')
     # every Azure partition, and keys of every reference family
     for partition in ('hbv3', 'hbv4', 'hbv5', 'hx', 'ndv4', 'ndv5',

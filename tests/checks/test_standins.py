@@ -153,3 +153,16 @@ def test_nvbandwidth_slows_one_gpu_of_one_node(tmp_path):
                         SLURMD_NODENAME='sb-n1',
                         CLUSTERPROOF_STANDIN_SLOW_GPU_SB_N4='3')
     assert 'SUM host_to_device_memcpy_ce 442.52' in other.stdout
+
+
+def test_cuda_stream_replays_for_a_gpu_the_job_has(tmp_path):
+    ok = run_standin('cuda-stream', tmp_path, '--numtimes', '100',
+                     '--device', '7')
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith('BabelStream\nVersion: 5.0\n')
+    for args, reason in [(['--device', '8'], '--device 8: no such GPU'),
+                         (['--numtimes', '1'], '--numtimes needs a whole '
+                          'number of at least 2'),
+                         (['-s', '100'], "unrecognised option '-s'")]:
+        done = run_standin('cuda-stream', tmp_path, *args)
+        assert done.returncode == 2 and reason in done.stderr, args

@@ -2,6 +2,7 @@
 CLUSTERPROOF_HOME is unusable, ReFrame's files out of the checkout, and
 printed next steps that work as printed."""
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -53,6 +54,11 @@ def test_unusable_home_is_one_line_naming_the_variable(tmp_path):
     assert reframe.returncode != 0
     assert expected in reframe.stdout + reframe.stderr
     assert 'Traceback' not in reframe.stdout + reframe.stderr
+    # ReFrame's last line names its log files: none that is gone, and its
+    # first log is not left in the temporary directory either
+    named = re.findall(r"'([^']*rfm-[^']*\.log)'", reframe.stdout)
+    assert all(os.path.exists(path) for path in named), named
+    assert not list(tmp_path.glob('rfm-*.log'))
     ingest = _run([sys.executable, CLI, 'ingest', 'stream',
                    str(DATA / 'stream' / 'stream_c_omp2_20M.out'),
                    '--system', 'local', '--partition', 'default'],

@@ -273,3 +273,12 @@ def test_health_check_logs_are_not_q_output():
     r = parse('nvidia-smi', SMI, 'azhc-run-health-checks-ND96isr-H100-v5-'
               'PASS.out')
     assert not r.ok and r.reason.startswith('not nvidia-smi output')
+
+
+def test_a_result_printed_twice_counts_once():
+    # some runs print "Successfully ran..." and the table twice
+    text = (DCGMI / 'dcgmi-diag-r2-human-dcgm3.3.3-8xA100-80GB-p4de-'
+            'PASS.out').read_text()
+    once, twice = parsers.parse('dcgmi', text), parsers.parse('dcgmi',
+                                                             text + text)
+    assert twice.ok and twice.details['results'] == once.details['results']

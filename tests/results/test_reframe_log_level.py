@@ -1,5 +1,5 @@
 """ReFrame's own log file: 'verbose' by default (each record it logs costs
-ReFrame a walk of the whole stack, README "Acceptance at scale"), the
+ReFrame a walk of the whole stack, tests/bench/README.md, "Acceptance at scale"), the
 full debug log on request."""
 from config.results.handlers import reframe_logging
 

@@ -10,6 +10,7 @@ ships what the live push could not.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -89,11 +90,24 @@ def credential():
     return _get_credential()
 
 
+#: What the commands say when DefaultAzureCredential finds no identity.
+NO_CREDENTIAL = ('no Azure credential: DefaultAzureCredential found no '
+                 'identity (managed identity, az login, workload identity or '
+                 'service principal variables); run `az login`, or run where '
+                 'the VM has a managed identity')
+
+
 def _get_credential():
     global _credential
     if _credential is None:
         from azure.identity import DefaultAzureCredential
-        _credential = DefaultAzureCredential()
+        # azure-identity logs each credential it tried, at WARNING: the
+        # commands say in one line that none was found (NO_CREDENTIAL).
+        # The shared token cache credential would create ~/.IdentityService
+        # (a Windows tools' cache); `az login` is AzureCliCredential's.
+        logging.getLogger('azure.identity').setLevel(logging.ERROR)
+        _credential = DefaultAzureCredential(
+            exclude_shared_token_cache_credential=True)
     return _credential
 
 
