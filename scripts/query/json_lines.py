@@ -23,10 +23,6 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def sql_list(texts) -> str:
-    return '[' + ', '.join(sql_string(t) for t in texts) + ']'
-
-
 def definitions(columns: list[dict]) -> str:
     """The columns as a CREATE TABLE lists them."""
     return ', '.join(f'"{c["name"]}" {DUCKDB_TYPES[c["type"]]}'
@@ -61,8 +57,9 @@ def select(files: list[str], columns: list[dict]) -> str:
     declared = ', '.join(f'{sql_string(c["name"])}: '
                          f'{sql_string(DUCKDB_TYPES[c["type"]])}'
                          for c in columns)
+    listed = ', '.join(map(sql_string, files))
     return (f'SELECT {", ".join(_finite(c) for c in columns)}, filename AS '
-            f'"{FILE_COLUMN}" FROM read_json({sql_list(files)}, '
+            f'"{FILE_COLUMN}" FROM read_json([{listed}], '
             f"columns={{{declared}}}, format='newline_delimited', "
             'ignore_errors=true, filename=true, hive_partitioning=false)')
 

@@ -57,8 +57,11 @@ def shipped() -> dict[str, Query]:
             for path in sorted(QUERY_DIR.glob('*.kql'))}
 
 
-def resolve(name_or_file: str) -> Query:
-    """A shipped query by name, or a .kql file of the user's."""
+def resolve(name_or_file: str | Query) -> Query:
+    """A shipped query by name, or a .kql file of the user's (a Query: as
+    it is)."""
+    if isinstance(name_or_file, Query):
+        return name_or_file
     queries = shipped()
     if name_or_file in queries:
         return queries[name_or_file]
@@ -142,10 +145,16 @@ def outliers_only() -> Query:
         query.text, only_outliers='true')), '| where outlier')
 
 
+def is_base(query: Query) -> bool:
+    """Whether *query* is the shipped base itself."""
+    return query.name == BASE_NAME and not query.standalone and \
+        query.text == shipped()[BASE_NAME].text
+
+
 def compose(query: Query, filters: Filters | None = None) -> str:
     """The text to run: the base as a let, then the query. The base itself
     is run as it is (with the filters)."""
-    if query.name == BASE_NAME and query.text == shipped()[BASE_NAME].text:
+    if is_base(query):
         return base_text(filters)
     if query.standalone:
         return query.text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import itertools
 import json
 
 from scripts.query.result import Result, Stream
@@ -98,18 +99,14 @@ def write_table(stream: Stream, out) -> int:
     names = [stream.columns[i] for i in shown]
     unit_at = (stream.columns.index(UNIT_COLUMN)
                if UNIT_COLUMN in stream.columns else None)
-    lines, more = [], False
-    for chunk in stream.chunks:
-        for row in chunk:
-            if len(lines) == TABLE_ROWS:
-                more = True
-                break
-            unit = None if unit_at is None else row[unit_at]
-            lines.append([(printable(human(row[i], name, unit)),
-                           row[i] not in (None, '', []))
-                          for name, i in zip(names, shown)])
-        if more:
-            break
+    rows = itertools.islice((row for chunk in stream.chunks for row in chunk),
+                            TABLE_ROWS + 1)
+    lines = [[(printable(human(row[i], name, None if unit_at is None
+                               else row[unit_at])),
+               row[i] not in (None, '', [])) for name, i in zip(names, shown)]
+             for row in rows]
+    more = len(lines) > TABLE_ROWS
+    del lines[TABLE_ROWS:]
     if not lines:
         out.write('(no rows)\n')
         return 0

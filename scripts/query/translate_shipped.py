@@ -1,5 +1,5 @@
 """Translates every shipped query, as `clusterproof query` and `report` read
-the store for it, into sql_cache.SHIPPED (run by scripts/setup.sh):
+the store for it, into translator.SHIPPED (run by scripts/setup.sh):
 
     .venv/bin/python -m scripts.query.translate_shipped
 
@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scripts.query import library, sql_cache
+from scripts.query import index, library, translator
 from scripts.query.runner import Runner
 
 
@@ -28,7 +28,7 @@ def translate(into: Path) -> int:
         for query in [*library.shipped().values(), library.outliers_only()]:
             Runner(results_dir=results).run(query)
         model.gather(Runner(results_dir=results))
-        made = sql_cache.directory(results)
+        made = index.folder(results)
         into.parent.mkdir(parents=True, exist_ok=True)
         fresh = Path(tempfile.mkdtemp(dir=into.parent, prefix='.kql-'))
         fresh.chmod(0o755)           # read by every user of the checkout
@@ -43,16 +43,16 @@ def translate(into: Path) -> int:
 @contextlib.contextmanager
 def _translating_anew():
     """Lookups that read the home's cache alone: every query translated."""
-    kept, sql_cache.shipped = sql_cache.shipped, None
+    kept, translator.shipped = translator.shipped, None
     try:
         yield
     finally:
-        sql_cache.shipped = kept
+        translator.shipped = kept
 
 
 def main() -> int:
-    count = translate(sql_cache.SHIPPED)
-    print(f'translate_shipped: {count} translations in {sql_cache.SHIPPED}')
+    count = translate(translator.SHIPPED)
+    print(f'translate_shipped: {count} translations in {translator.SHIPPED}')
     return 0
 
 
