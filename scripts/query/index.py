@@ -21,6 +21,7 @@ import dataclasses
 import fcntl
 import os
 import time
+import typing
 from pathlib import Path
 
 import duckdb
@@ -49,10 +50,6 @@ def folder(results_dir: Path) -> Path:
     return Path(chosen) if chosen else results_dir.parent / 'cache' / 'query'
 
 
-def wait_seconds() -> float:
-    return settings.seconds(WAIT_VARIABLE, DEFAULT_WAIT, maximum=3600)
-
-
 @dataclasses.dataclass(frozen=True)
 class Stored:
     path: str
@@ -74,38 +71,18 @@ def listing(results_dir: Path) -> list[Stored]:
     return found
 
 
-class Lock:
-    """The index's lock file (flock): shared to read, exclusive to write."""
-
-    def __init__(self, path: Path):
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-
-    def take(self, mode: int, wait: float = 0.0) -> bool:
-        """*mode* (fcntl.LOCK_SH or LOCK_EX) within *wait* seconds, or
-        False; a change of mode that fails holds none (flock(2))."""
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(self.fd, mode | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    return False
-                time.sleep(0.05)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-@dataclasses.dataclass
-class Plan:
-    """What the index holds of the store's files as listed."""
-    usable: bool                  # nothing in it that the store lost
-    todo: list[Stored]            # settled, new or changed: to ingest
-    live: list[Stored]            # still writing: read at query time
-    unreadable: dict[str, int]    # of the files it serves
+def _lock(lock, mode: int, wait: float = 0.0) -> bool:
+    """flock *mode* (LOCK_SH to read, LOCK_EX to write) on the *lock* file
+    within *wait* seconds, or False, and then none held (flock(2))."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(lock, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
 
 @dataclasses.dataclass
@@ -117,46 +94,50 @@ class Opened:
     live: list[Stored]
     unreadable: dict[str, int]
     note: str | None = None
-    lock: Lock | None = None
+    lock: typing.IO | None = None     # the lock file, held shared
 
 
 def open_index(con, results_dir: Path, columns: list[dict], configure,
                batch_bytes: int) -> Opened:
     """Attaches the index to *con* (read only), brought up to date first
-    when no other command reads it (*configure*: a writer's settings;
-    *batch_bytes*: the JSON lines of one of its transactions)."""
+    when no other command reads it (*configure*, *batch_bytes*: ingest's)."""
     every = listing(results_dir)
     where = folder(results_dir)
     try:
         where.mkdir(parents=True, exist_ok=True)
-        lock = Lock(where / LOCK)
+        lock = open(where / LOCK, 'a')
     except OSError as err:
         return Opened(False, every, {}, f'no query index can be kept in '
                       f'{where} ({err.strerror}): every JSON line was read')
     path = where / NAME
     key = [json_lines.fingerprint(columns), str(results_dir.resolve())]
+    wait = settings.seconds(WAIT_VARIABLE, DEFAULT_WAIT, maximum=3600)
     for attempt in (1, 2):
-        if not lock.take(fcntl.LOCK_SH, wait_seconds()):
+        if not _lock(lock, fcntl.LOCK_SH, wait):
             lock.close()
             return Opened(False, every, {}, f'another command is writing '
-                          f'the query index; waited {wait_seconds():g} s '
+                          f'the query index; waited {wait:g} s '
                           f'({WAIT_VARIABLE}), then read every JSON line')
-        plan = _plan(con, path, key, every)
-        if attempt == 2 or (plan.usable and not plan.todo):
+        usable, todo, live, unreadable = _plan(con, path, key, every)
+        if attempt == 2 or (usable and not todo):
             break
         _detach(con)
-        if lock.take(fcntl.LOCK_EX):
-            _ingest_or_warn(path, key, columns, plan, configure, batch_bytes)
-    if not plan.usable:
+        if _lock(lock, fcntl.LOCK_EX):
+            _ingest_or_warn(path, key, columns, todo, not usable, configure,
+                            batch_bytes)
+    if not usable:
         _detach(con)
         lock.close()
         return Opened(False, every, {}, 'the query index is not up to date '
                       '(another command reads it, or it cannot be written): '
                       'every JSON line was read')
-    return Opened(True, plan.todo + plan.live, plan.unreadable, None, lock)
+    return Opened(True, todo + live, unreadable, None, lock)
 
 
-def _plan(con, path: Path, key: list[str], files: list[Stored]) -> Plan:
+def _plan(con, path: Path, key: list[str], files: list[Stored]):
+    """What the index holds of *files*: whether it lost none of its own
+    (usable), the settled files to ingest, those still writing (read at
+    query time), the unreadable lines of the rest."""
     known = _attach(con, path, key)
     listed = {f.path: f for f in files}
     usable = known is not None and all(
@@ -169,7 +150,7 @@ def _plan(con, path: Path, key: list[str], files: list[Stored]) -> Plan:
             unreadable[f.path] = held[2]
         else:
             (todo if f.settled() else live).append(f)
-    return Plan(usable, todo, live, unreadable)
+    return usable, todo, live, unreadable
 
 
 def _attach(con, path: Path, key: list[str]):
@@ -196,12 +177,12 @@ def _detach(con) -> None:
     con.execute(f'DETACH DATABASE IF EXISTS {ATTACHED}')
 
 
-def _ingest_or_warn(path, key, columns, plan, configure, batch_bytes):
+def _ingest_or_warn(path, key, columns, files, rebuild, configure,
+                    batch_bytes) -> None:
     """ingest(), or one warning when it cannot write (not for want of
     memory: local.py names the setting)."""
     try:
-        ingest(path, key, columns, plan.todo, not plan.usable, configure,
-               batch_bytes)
+        ingest(path, key, columns, files, rebuild, configure, batch_bytes)
     except duckdb.OutOfMemoryException:
         raise
     except (duckdb.Error, OSError) as err:
@@ -226,16 +207,14 @@ def ingest(path: Path, key: list[str], columns: list[dict],
     try:
         configure(con)
         con.execute('SET preserve_insertion_order = false')
-        con.begin()
         if rebuild:
-            con.execute(f'CREATE TABLE rows ({json_lines.definitions(columns)}'
-                        f', "{FILE_COLUMN}" VARCHAR)')
-            con.execute('CREATE TABLE ingested (file VARCHAR, size BIGINT, '
-                        'mtime_ns BIGINT, unreadable BIGINT)')
-            con.execute('CREATE TABLE meta (fingerprint VARCHAR, store '
-                        'VARCHAR)')
-            con.execute('INSERT INTO meta VALUES (?, ?)', key)
-        con.commit()
+            con.execute(
+                f'BEGIN; CREATE TABLE rows ({json_lines.definitions(columns)}'
+                f', "{FILE_COLUMN}" VARCHAR); CREATE TABLE ingested (file '
+                'VARCHAR, size BIGINT, mtime_ns BIGINT, unreadable BIGINT); '
+                'CREATE TABLE meta (fingerprint VARCHAR, store VARCHAR); '
+                f'INSERT INTO meta VALUES ({", ".join(map(sql_string, key))})'
+                '; COMMIT')
         for batch in batching.runs_under(files, batch_bytes,
                                          lambda f: f.size):
             con.begin()
@@ -261,8 +240,7 @@ def _append(con, columns: list[dict], files: list[Stored]) -> None:
 
 def _remove_older_copies(con, files: list[str]) -> None:
     """Keeps one row of each record_id that a row of *files* holds."""
-    con.execute(f'DELETE FROM rows WHERE rowid IN ({_older("rows")})', [
-        files])
+    con.execute(f'DELETE FROM rows WHERE rowid IN ({_older("rows")})', [files])
 
 
 def _older(table: str, among: str = f'WHERE "{FILE_COLUMN}" IN (SELECT '

@@ -1,12 +1,8 @@
-"""Run KQL on the login node, with no Azure: DuckDB answers from the
-store's index (index.py: every settled session file's rows, each record
-once) and the files of sessions still writing, read at query time, as one
-view shaped like ReFrameResults_CL (the columns of
-bicep/results_schema.json); duckdb-kql translates the query. Each record is
-kept once, as the base's ``arg_max(TimeGenerated, *) by record_id`` keeps
-it; ``clusterproof_results`` is a view of the rest of results.kql, so every
-query of a connection reads the same rows. The KQL text sent to Log
-Analytics is unchanged.
+"""Run KQL on the login node, with no Azure: DuckDB reads the store's index
+(index.py) and the files of sessions still writing as one view shaped like
+ReFrameResults_CL, each record once, as results.kql's arg_max keeps it;
+clusterproof_results is a view of the rest of results.kql over it, so every
+query of a connection reads the same rows (translator.py translates them).
 """
 from __future__ import annotations
 
@@ -33,6 +29,7 @@ from scripts.query.result import QueryFailed, Result, Stream, plain
 _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
                 'INTEGER': 'int', 'HUGEINT': 'long', 'VARCHAR': 'string',
                 'BOOLEAN': 'bool', 'JSON': 'dynamic', 'DATE': 'datetime'}
+_PLAIN_ALREADY = ('real', 'long', 'int', 'bool', 'string')
 # The rows read at query time, in an in-memory database that DuckDB
 # compresses at each checkpoint (https://duckdb.org/docs/stable/sql/
 # statements/checkpoint, "In-memory tables also support compression").
@@ -46,9 +43,8 @@ _RESULT = '_clusterproof_result'
 
 
 class Connection:
-    """A DuckDB connection over the store, with what translates its queries
-    and what the reading found; the rest (execute, ...) is DuckDB's own.
-    Closing it (or losing it) lets the index be written again."""
+    """A DuckDB connection over the store (execute, ... are DuckDB's), its
+    translator and what the reading found; closing it frees the index."""
 
     def __init__(self, con, translated: translator.Translator,
                  opened: index.Opened, live: dict[str, int], folder: Path):
@@ -76,9 +72,7 @@ def connect(results_dir: Path | None = None,
     once, and clusterproof_results, the base (with *filters*) over it."""
     schema = row_schema.schema()
     columns = schema['columns']
-    # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
-    # UTC for KQL's datetimes), without importing duckdb-kql's parser.
-    con = duckdb.connect()
+    con = duckdb.connect()      # UTC for KQL, as duckdb_kql.connect() sets
     con.execute("SET TimeZone='UTC'")
     results_dir = results_dir or store.results_dir()
     folder = index.folder(results_dir)
@@ -88,7 +82,7 @@ def connect(results_dir: Path | None = None,
             con, results_dir, columns, lambda other: configure(other, folder),
             memory_bytes(memory_limit()) // 8)
         live = _read_live(con, opened.live, columns)
-        names = json_lines.names(columns)
+        names = ', '.join(f'"{c["name"]}"' for c in columns)
         rows = index.combined(con, _LIVE if opened.live else None,
                               opened.attached, names)
         con.execute(f'CREATE VIEW "{schema["table"]}" AS '
@@ -103,8 +97,8 @@ def connect(results_dir: Path | None = None,
 def _read_live(con, files: list[index.Stored],
                columns: list[dict]) -> dict[str, int]:
     """Reads *files* into _LIVE a batch at a time, the rows before
-    compressed first; returns each file's unreadable lines (removed). In
-    no set order: in order, DuckDB inserts with one thread once memory runs
+    compressed first; returns each file's unreadable lines (removed). In no
+    set order: in order, DuckDB inserts with one thread once memory runs
     short (11 s instead of 5.5 s at 1M rows and 640MB)."""
     con.execute(f"ATTACH ':memory:' AS {_LIVE_DB} (COMPRESS)")
     con.execute(f'CREATE TABLE {_LIVE} ({json_lines.definitions(columns)}, '
@@ -130,15 +124,13 @@ def _read_live(con, files: list[index.Stored],
 def _filter_conditions(filters: library.Filters | None) -> str:
     """*filters* (Filters.kql() for Log Analytics) as SQL over the base's
     view: one cached translation of the base serves every --since."""
-    if filters is None:
-        return ''
     conditions = []
-    if filters.since:
+    if filters and filters.since:
         stamp = filters.since.astimezone(dt.timezone.utc)
         conditions.append(
             f"completed >= TIMESTAMPTZ '{stamp:%Y-%m-%d %H:%M:%S}+00'")
-    for column, value in (('cluster', filters.cluster),
-                          ('check_partition', filters.partition)):
+    for column, value in (('cluster', filters and filters.cluster),
+                          ('check_partition', filters and filters.partition)):
         if value:
             conditions.append(f'"{column}" = {sql_string(value)}')
     return ' AND '.join(conditions)
@@ -168,9 +160,8 @@ def _execute(con, kql: str, now: dt.datetime | None, into: str = ''):
 
 def stream(con, kql: str, now: dt.datetime | None = None,
            chunk_rows: int = CHUNK_ROWS) -> Stream:
-    """*kql*'s columns, and its rows a chunk at a time as they are read
-    (*con* is busy until the last one is); the columns from the query's own
-    cursor (asking DuckDB first bound every query twice)."""
+    """*kql*'s columns (from its own cursor), and its rows a chunk at a
+    time as they are read: *con* is busy until the last one is."""
     with _engine_errors():
         return _stream_of(_execute(con, kql, now), chunk_rows)
 
@@ -183,11 +174,10 @@ def _stream_of(cursor, chunk_rows: int = CHUNK_ROWS) -> Stream:
 
 
 def _chunks(cursor, fetched, types, chunk_rows):
-    """Rows of plain values: plain() where DuckDB's are not already
-    (numbers, strings, booleans)."""
-    converters = [(lambda value: value) if kind in (
-        'real', 'long', 'int', 'bool', 'string') else
-        (lambda value, kind=kind: plain(value, kind)) for kind in types]
+    """Rows of plain values: plain() where DuckDB's are not already."""
+    converters = [(lambda value: value) if kind in _PLAIN_ALREADY else
+                  (lambda value, kind=kind: plain(value, kind))
+                  for kind in types]
     with _engine_errors():
         while fetched:
             yield [[convert(value) for convert, value in zip(converters, row)]
@@ -198,9 +188,7 @@ def _chunks(cursor, fetched, types, chunk_rows):
 def write(con, kql: str, writer, out,
           now: dt.datetime | None = None) -> int:
     """*writer*'s text (output.write_table, write_csv or write_json) of
-    *kql*'s rows; the number of rows written. The table stops at
-    output.TABLE_ROWS; CSV and JSON of more than PYTHON_ROWS rows are
-    written by DuckDB (_copy)."""
+    *kql*'s rows; the number written (past PYTHON_ROWS by _copy)."""
     if writer is output.write_table:
         return writer(stream(con, kql, now), out)
     with _engine_errors():
@@ -225,16 +213,13 @@ def _copy(con, described, as_json: bool, out) -> None:
                       f'"{name}"' for name, kind, *_ in described)
     form = '(FORMAT json, ARRAY true)' if as_json else \
         '(FORMAT csv, HEADER true)'
-    handle, path = tempfile.mkstemp(prefix='result-', dir=str(
-        con.folder) if con.folder.is_dir() else None)
-    os.close(handle)
-    try:
+    with tempfile.TemporaryDirectory(dir=con.folder if con.folder.is_dir()
+                                     else None) as scratch:
+        path = os.path.join(scratch, 'result')
         con.execute(f'COPY (SELECT {cells} FROM {_RESULT}) TO '
                     f'{sql_string(path)} {form}')
         with open(path, encoding='utf-8', newline='') as written:
             shutil.copyfileobj(written, out)
-    finally:
-        os.unlink(path)
 
 
 def _copied(name: str, kind: str, as_json: bool) -> str:
@@ -257,8 +242,7 @@ def _copied(name: str, kind: str, as_json: bool) -> str:
 
 @contextlib.contextmanager
 def _engine_errors():
-    """DuckDB's and duckdb-kql's errors as the QueryFailed that says what
-    to do, in one line."""
+    """DuckDB's and duckdb-kql's errors as a one-line QueryFailed."""
     try:
         yield
     except duckdb.OutOfMemoryException as err:

@@ -24,8 +24,7 @@ def memory_limit() -> str:
 def configure(con, folder: Path) -> None:
     """The memory limit (one DuckDB refuses: its error, naming the
     variable); spills in folder/spill, the folder made here (DuckDB makes
-    the spill directory, not its parent), never the current directory; one
-    thread per THREAD_MEMORY of the limit."""
+    the spill directory, not its parent); threads by threads_for."""
     limit = memory_limit()
     try:
         con.execute(f'SET memory_limit = {sql_string(limit)}')
@@ -42,9 +41,8 @@ def configure(con, folder: Path) -> None:
 
 def memory_bytes(limit: str) -> int:
     """The bytes of a size such as 640MB, 4G or 1GiB (MB is 1000^2 bytes,
-    MiB 2^20), read by DuckDB's own parser of memory_limit
-    (parse_formatted_bytes); a form the setting also takes but the parser
-    does not (a percentage, none) says what it takes."""
+    MiB 2^20) by DuckDB's parse_formatted_bytes; what the setting takes but
+    it does not (a percentage, none) says what to give."""
     try:
         return duckdb.execute('SELECT parse_formatted_bytes(?)',
                               [limit]).fetchall()[0][0]

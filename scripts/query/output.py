@@ -12,8 +12,8 @@ from scripts.query.result import Result, Stream
 
 UNIT_COLUMN = 'check_perf_unit'
 # Columns that hold a measurement in the row's unit.
-_MEASURED = ('value', 'median', 'min_value', 'max_value', 'reference', '_bound',
-             'peak', 'check_perf_ref', 'check_perf_peak')
+_MEASURED = ('value', 'median', 'min_value', 'max_value', 'reference',
+             '_bound', 'peak', 'check_perf_ref', 'check_perf_peak')
 
 
 def is_measured(column: str) -> bool:
@@ -92,9 +92,8 @@ TABLE_ROWS = 10_000
 
 def write_table(stream: Stream, out) -> int:
     """table() of at most TABLE_ROWS rows of *stream*, then a line saying
-    how to get the rest (the rows past them are never read). A column is
-    right-aligned when every cell reads as a number. Returns the number of
-    rows shown."""
+    how to get the rest; a column of numbers right-aligned. Returns the
+    number of rows shown."""
     shown = [i for i, c in enumerate(stream.columns) if c != UNIT_COLUMN]
     names = [stream.columns[i] for i in shown]
     unit_at = (stream.columns.index(UNIT_COLUMN)
@@ -130,9 +129,7 @@ def write_table(stream: Stream, out) -> int:
 
 
 def _aligned(cells, widths, numeric, keep) -> str:
-    """A table's line: the *keep* columns of *cells* padded to their
-    *widths*, right-aligned where *numeric*, two spaces apart, with no
-    trailing space."""
+    """The *keep* columns of *cells* padded to *widths*, two spaces apart."""
     return '  '.join(cells[at].rjust(widths[at]) if numeric[at]
                      else cells[at].ljust(widths[at])
                      for at in keep).rstrip() + '\n'

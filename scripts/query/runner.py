@@ -22,8 +22,7 @@ class Runner:
         self._con = None          # a DuckDB connection or a LogsQueryClient
 
     def expect(self, *queries: str | library.Query) -> None:
-        """Which queries will run (the report's): nothing to prepare, as
-        one local connection serves every query."""
+        """Which queries will run: nothing to prepare (one connection)."""
 
     def _local(self):
         """The local connection, opened once."""
@@ -72,8 +71,7 @@ class Runner:
 
     def stream(self, name_or_file: str | library.Query) -> Stream:
         """The query's rows a chunk at a time (from Log Analytics, all in
-        one); locally the connection is free for other queries only once
-        the last chunk has been read."""
+        one); locally the connection is busy until the last is read."""
         query = library.resolve(name_or_file)
         if self.workspace:
             engine = _engine('cloud')
@@ -93,8 +91,7 @@ class Runner:
 
     def write(self, name_or_file: str | library.Query, writer, out) -> int:
         """*writer*'s text (output.write_table, write_csv or write_json) of
-        the query's rows; locally a large CSV or JSON is written by DuckDB
-        (a million rows never become Python values)."""
+        the query's rows (locally a large CSV or JSON by DuckDB)."""
         query = library.resolve(name_or_file)
         if self.workspace:
             return writer(self.stream(query), out)
@@ -103,9 +100,8 @@ class Runner:
 
 
 def _local_text(query: library.Query) -> str:
-    """The KQL the local engine runs for *query*: clusterproof_results is
-    a view of its connection (the base, deduplicated once, with the
-    filters), which the shipped base query reads as it is."""
+    """The KQL the local engine runs: the shipped base is its connection's
+    view clusterproof_results (deduplicated once, with the filters)."""
     return f'{library.BASE_FUNCTION}\n' if library.is_base(query) \
         else query.text
 
@@ -120,8 +116,7 @@ def _name_unreadable_lines(paths: list[str]) -> None:
 
 
 def _engine(name: str):
-    """The engine module, local or cloud, imported when first used; its
-    packages come from requirements.txt."""
+    """The engine module, imported when first used (requirements.txt)."""
     try:
         if name == 'cloud':
             from scripts.query import cloud as engine

@@ -2,19 +2,15 @@
 the store's shape: an empty ReFrameResults_CL with the schema's columns,
 and clusterproof_results, the base's view over it (with the filters).
 
-Translating a shipped query costs about a second, every time, and the text
-rarely changes, so the SQL is kept in the query engine's cache folder
-(index.folder), a .json file per entry, keyed by the KQL text, the columns
-of these two objects (duckdb-kql consults them for joins) and duckdb-kql's
-version; the clock a query reads (ago(), now()) is a parameter of the SQL,
-bound at each run. A cache that cannot be read or written is not used.
-Set-up translates the shipped queries once more (translate_shipped.py), as
-pip compiles what it installs, into SHIPPED of the environment that runs
-them: a lookup that finds nothing in the cache folder reads there, so the
-first command on a new store does not translate.
+A translation (about a second) is kept in the cache folder (index.folder)
+as a .json file keyed by the KQL text, those objects' columns and
+duckdb-kql's version; the clock (ago(), now()) is a parameter bound at each
+run. Set-up translates the shipped queries into SHIPPED
+(translate_shipped.py), where a lookup reads after the cache folder.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import hashlib
@@ -22,7 +18,6 @@ import importlib.metadata
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import duckdb
@@ -31,8 +26,7 @@ from scripts.query import json_lines, library
 
 SHIPPED = Path(sys.prefix) / 'share' / 'clusterproof' / 'kql'
 shipped: Path | None = SHIPPED     # where lookup() reads after the cache
-# The tables and views a translation depends on (what duckdb-kql's schema()
-# reads), as the cache's key.
+# What duckdb-kql's schema() reads: the cache's key.
 _COLUMNS = ('SELECT table_catalog, table_name, column_name, current_database()'
             ' FROM information_schema.columns ORDER BY table_catalog, '
             'table_name, ordinal_position')
@@ -74,8 +68,7 @@ class Translator:
 
 @functools.cache
 def _translator_version() -> str:
-    """duckdb-kql's version, from its installed metadata (importing it to
-    ask costs its parser)."""
+    """duckdb-kql's version, without importing its parser."""
     return importlib.metadata.version('duckdb-kql')
 
 
@@ -85,10 +78,8 @@ def _path(where: Path, kql: str, columns) -> Path:
 
 
 def clock_parameters(clock: str | None, moment: dt.datetime) -> dict:
-    """The SQL's parameters: the clock, pinned at *moment*, if it reads it,
-    in the form duckdb-kql binds it (duckdb_kql.params.as_datetime: a
-    datetime in UTC without its zone; store_translation keeps a
-    translation only when its clock is bound this way)."""
+    """The SQL's parameters: the clock, if it reads it, pinned at *moment*
+    as duckdb-kql binds it (duckdb_kql.params.as_datetime: UTC, no zone)."""
     if not clock:
         return {}
     if moment.tzinfo is not None:
@@ -111,8 +102,7 @@ def lookup(where: Path, kql: str, columns):
 def store_translation(where: Path, kql: str, columns, translated,
                       moment) -> None:
     """Keeps *translated* when its only parameter is the clock pinned at
-    *moment* (a query's own declared parameters, or a clock it sets itself,
-    are not cached)."""
+    *moment* (not a query's own parameters, nor a clock it sets)."""
     from duckdb_kql.translate import CLOCK_SLOT    # imported to translate
     parameters = dict(translated.parameters)
     if parameters and parameters != clock_parameters(CLOCK_SLOT, moment):
@@ -120,14 +110,11 @@ def store_translation(where: Path, kql: str, columns, translated,
     entry = {'sql': str(translated),
              'clock': CLOCK_SLOT if parameters else None}
     path = _path(where, kql, columns)
+    partial = path.with_name(f'{path.name}.{os.getpid()}.partial')
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile('w', dir=path.parent, delete=False,
-                                         suffix='.partial') as fp:
-            json.dump(entry, fp)
-        os.replace(fp.name, path)
+        partial.write_text(json.dumps(entry))
+        os.replace(partial, path)           # whole, or not at all
     except OSError:
-        try:
-            os.unlink(fp.name)
-        except (OSError, NameError):
-            pass
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
