@@ -5,16 +5,15 @@ What each plugin adds, stage by stage, in the order ReFrame runs it
 
 - after setup: ExternalTool (tools.py) finds the tool or skips the test.
 - before run, in this order: JobRequest (job_request.py) watches the
-  job, skips what no node holds and sets the time limit; HealthSampling
-  (health_sampling.py), VmSize (vm_size.py) and JobNodes (job_nodes.py)
-  each put a line at the front of the job script, so that it starts with
-  JobNodes' (record the nodes), then VmSize's (ask each node's VM size),
-  then ExternalTool's guard (the tool is on the node), then
-  HealthSampling's (sample health before the run; its sample after the run
-  ends the script); BenchmarkTest adds the partition's launcher options; FansOut
+  job, skips what no node holds and sets the time limit; NodeProbe
+  (node_probe.py) puts its lines into the job script, so that it starts
+  with the line that records the nodes, then the one that asks each node's
+  VM size, then ExternalTool's guard (the tool is on the node), then the
+  health sample before the run (the sample after the run ends the
+  script); BenchmarkTest adds the partition's launcher options; FansOut
   (fanned_job.py) turns a batch job into one step per node or pair, last.
-- after run: HealthSampling reads the samples, VmSize the VM sizes, JobNodes
-  the nodes (each reads the nodes file JobNodes' line wrote).
+- after run: NodeProbe reads, once, the nodes, their VM sizes and their
+  health samples.
 - sanity: ParsedOutput (parsed_output.py, FansOut's base) parses the output
   once, per node or pair in a batch job.
 - before performance: SkuReferences (sku_references.py) sets each metric's
@@ -35,18 +34,15 @@ import reframe.utility.typecheck as typ
 
 from . import launch
 from .fanned_job import FansOut
-from .health_sampling import HealthSampling
-from .job_nodes import JobNodes
 from .job_request import JobRequest
+from .node_probe import NodeProbe
 from .site_baseline_judging import SiteBaselines
 from .sku_references import SkuReferences
-from .vm_size import VmSize
 from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
-                    SiteBaselines, ExternalTool, JobNodes, VmSize,
-                    HealthSampling, JobRequest):
+                    SiteBaselines, ExternalTool, NodeProbe, JobRequest):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']
@@ -60,7 +56,7 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
     metric_devices = variable(typ.Dict[str, str], value={})
 
     def vm_sku(self) -> str:   # sku_references.py asks
-        """The SKU the node reported after the run (vm_size.py), else the
+        """The SKU the node reported after the run (node_probe.py), else the
         one its partition declares."""
         return self.vm_sku_observed or super().vm_sku()
 

@@ -29,11 +29,7 @@ import os
 import re
 import shlex
 
-import reframe as rfm
-import reframe.utility.typecheck as typ
 
-from . import fan_out
-from .job_nodes import NODES_FILE, read_nodes_file
 from .launch import SLURM_SCHEDULERS
 
 VM_SIZE_FILE = 'clusterproof_vm_size.txt'
@@ -153,81 +149,10 @@ def slurm_partition(partition) -> str:
     return partition.name
 
 
-class VmSize(rfm.RegressionTestPlugin):
-    #: What IMDS said the job's (first) node is, or, in a batch job that
-    #: measures each node on its own, the size the batch is judged as;
-    #: '' = no answer.
-    vm_sku_observed = variable(str, value='')
 
-    #: Set when a node of a job that measures its nodes together differs
-    #: from the partition's declared SKU.
-    vm_sku_mismatch = variable(str, value='')
-
-    #: Node -> what IMDS said it is, for every node that answered.
-    node_vm_skus = variable(typ.Dict[str, str], value={})
-
-    #: Node -> why it is not the partition's declared SKU (every node of
-    #: the job that differs).
-    vm_sku_mismatches = variable(typ.Dict[str, str], value={})
-
-    def measures_each_node_alone(self) -> bool:
-        """True where a batch job measures each node on its own
-        (fanned_job.py says so); each node is then judged by its own
-        size."""
-        return False
-
-    def judge_without_verdict(self, reason: str) -> None:
-        """A node of the job is not the partition's SKU: a check judged
-        against references shows its values without a verdict
-        (sku_references.py); nothing to do for one without."""
-
-    def groups_of_another_sku(self, labels) -> dict[str, str]:
-        """Group label (a node, 'a+b' a pair: fan_out.py) -> the VM size of
-        its first node that is not what the partition declares, for each
-        of *labels* that has one."""
-        found = {}
-        for label in labels:
-            odd = [node for node in fan_out.group_nodes(label)
-                   if node in self.vm_sku_mismatches
-                   and node in self.node_vm_skus]
-            if odd:
-                found[label] = self.node_vm_skus[odd[0]]
-        return found
-
-    @run_before('run')
-    def _record_vm_size(self):
-        url = self.current_partition.extras.get('vm_size_url')
-        if self.is_local() or not url:
-            return
-        if self.job.scheduler.registered_name in SLURM_SCHEDULERS:
-            line = record_every_node_command(url)
-            self.keep_files.append(VM_SIZES_DIR)
-        else:
-            line = record_command(url)
-        self.prerun_cmds[0:0] = [line]  # before any cd
-        self.keep_files.append(VM_SIZE_FILE)
-
-    @run_after('run')
-    def _read_vm_size(self):
-        if self.is_local():
-            return
-        nodes = read_nodes_file(os.path.join(self.stagedir, NODES_FILE))
-        sizes = read_node_sizes(self.stagedir, nodes or ['?'])
-        partition = slurm_partition(self.current_partition)
-        declared = self.current_partition.extras.get('vm_sku', '')
-        self.node_vm_skus = sizes
-        for problem in no_http_client(self.stagedir):
-            self.logger.warning(f'{self.name}: VM size not recorded: '
-                                f'{problem}')
-        self.vm_sku_mismatches = {
-            node: found for node, size in sizes.items()
-            if (found := mismatch(partition, declared, size, node))}
-        if self.measures_each_node_alone():
-            # fanned_job.py judges each node by its own size
-            self.vm_sku_observed = batch_size(sizes, declared)
-            return
-        self.vm_sku_observed = next(iter(sizes.values()), '')
-        if self.vm_sku_mismatches:
-            found = '; '.join(self.vm_sku_mismatches.values())
-            self.vm_sku_mismatch = found
-            self.judge_without_verdict(found)
+def job_line(url: str, scheduler: str) -> tuple[str, list[str]]:
+    """The job-script line that has the job's nodes ask their VM size, and
+    the files of the stage directory it writes."""
+    if scheduler in SLURM_SCHEDULERS:
+        return record_every_node_command(url), [VM_SIZES_DIR, VM_SIZE_FILE]
+    return record_command(url), [VM_SIZE_FILE]

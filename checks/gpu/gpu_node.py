@@ -25,10 +25,8 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
-from ..common.health_sampling import HealthSampling
-from ..common.job_nodes import JobNodes
+from ..common.node_probe import NodeProbe
 from ..common.tools import ExternalTool
-from ..common.vm_size import VmSize
 from ..health import gpu_node, judge, rules
 from ..parsers import dcgmi, nvidia_smi
 
@@ -52,8 +50,7 @@ def identities_command(seconds: int) -> str:
     return f'timeout {seconds} nvidia-smi -q > {IDS_FILE} 2>&1 || true'
 
 
-class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobNodes, VmSize,
-                   HealthSampling):
+class GpuNodeCheck(rfm.RunOnlyRegressionTest, NodeProbe):
     """One job on one GPU node; its findings per GPU (not a test). The
     health sampler runs around it as around every check (its ``nvidia-smi
     nvlink -e`` counters before and after the job give the deltas), and
