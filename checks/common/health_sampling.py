@@ -1,28 +1,20 @@
-"""Health around every test: the job samples each of its nodes before and
-after the benchmark (health_sample.sh), the test turns the two samples into
-rows, findings and each node's fingerprint (checks/health/).
+"""Health around every test: the node probe (node_probe.sh, run on each
+node of the job before and after the benchmark: node_probe.py) writes one
+file per node and phase into SAMPLES_DIR; here they are read, once, and
+turned into rows, findings and each node's fingerprint (checks/health/).
 
-Nothing here may fail a job: the sampler always exits 0, a source it cannot
+Nothing here may fail a job: the probe always exits 0, a source it cannot
 read is written down as not available, and reading the samples never raises.
-On Slurm a job of several nodes samples each of them with one
-``srun --overlap`` step; elsewhere only the node that runs the script.
 """
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
 import time
 from typing import NamedTuple
 
-import reframe.core.runtime as rt
-
 from ..health import dump, fingerprint, judge, rules
-from .launch import SLURM_SCHEDULERS
 
-SAMPLER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                       'health_sample.sh')
-SAMPLER_COPY = 'clusterproof_health_sample.sh'
+#: Where the node probe writes PHASE.NODE.txt for each node and phase.
 SAMPLES_DIR = 'clusterproof_health'
 FINGERPRINTS_DIR = 'clusterproof_fingerprints'
 # One ReFrame run: the fingerprint is read once per node within it.
@@ -42,18 +34,6 @@ def once_per_run(rows: list[judge.Row]) -> list[judge.Row]:
             _NOTED_UNAVAILABLE.add(key)
         kept.append(row)
     return kept
-
-
-def sample_command(phase: str, sysfs_root: str, fingerprints: str,
-                   scheduler: str) -> str:
-    """The job-script line that samples every node of the job."""
-    sample = (f'sh ./{SAMPLER_COPY} {phase} {SAMPLES_DIR} '
-              f'{shlex.quote(sysfs_root)} {shlex.quote(fingerprints)}')
-    if scheduler in SLURM_SCHEDULERS:
-        sample = (f'if [ "${{SLURM_JOB_NUM_NODES:-1}}" -gt 1 ]; then srun '
-                  f'--overlap --nodes="$SLURM_JOB_NUM_NODES" '
-                  f'--ntasks-per-node=1 {sample}; else {sample}; fi')
-    return f'{{ {sample}; }} >/dev/null 2>&1 || true'
 
 
 def _read(path: str, binary: bool = False):
@@ -94,17 +74,6 @@ def as_job_nodes(samples: dict, job_nodes: list[str]) -> dict:
 
 
 
-def job_lines(stagedir: str, sysfs_root: str, scheduler: str
-              ) -> tuple[str, str]:
-    """The job-script lines that sample every node before and after the
-    run; copies the sampler into the stage directory."""
-    shutil.copy(SAMPLER, os.path.join(stagedir, SAMPLER_COPY))
-    fingerprints = os.path.join(rt.runtime().stage_prefix, FINGERPRINTS_DIR,
-                                RUN_TOKEN)
-    return (sample_command('before', sysfs_root, fingerprints, scheduler),
-            sample_command('after', sysfs_root, fingerprints, scheduler))
-
-
 class Health(NamedTuple):
     """What the samples of a job say: the findings, the rows they add,
     node -> its findings in words, node -> its fingerprint columns."""
@@ -114,12 +83,10 @@ class Health(NamedTuple):
     fingerprints: dict[str, dict]
 
 
-def assess(stagedir: str, job_nodes: list[str], vm_sku: str | None,
+def assess(samples: dict, job_nodes: list[str], vm_sku: str | None,
            nccl_version: str | None) -> Health:
-    """The samples the job wrote into *stagedir*, judged; never raises on
-    a sample missing or unreadable."""
-    samples = as_job_nodes(
-        samples_of(os.path.join(stagedir, SAMPLES_DIR)), job_nodes)
+    """The job's samples (samples_of, under the job's names: as_job_nodes),
+    judged; never raises on a sample missing or unreadable."""
     nodes = list(dict.fromkeys(list(job_nodes) + sorted(samples)))
     shipped_rules, nominal = rules.load(), rules.nominal(vm_sku)
     findings, rows, prints = [], [], {}

@@ -1,24 +1,43 @@
 """What a job records about its nodes, in one plugin: the nodes it got
-(job_nodes.py), each node's VM size from the metadata service (vm_size.py)
-and each node's health sample before and after the run, with its
-fingerprint (health_sampling.py). Those modules hold the job-script lines
-and the readers; this one puts the lines into the job script, once, and
-reads what they wrote, once, after the run.
+(job_nodes.py), and, from one probe script (node_probe.sh) run on every
+node before and after the run (launch.on_every_node), each node's VM size
+from the metadata service (vm_size.py) and its health sample and
+fingerprint (health_sampling.py). The probe writes one file per node and
+phase; after the run the nodes file and the probe's files are read, once
+each, and the readers of those modules make the test's facts of them.
 
-The job script starts with the line that records the nodes, then the one
-that asks each node's VM size; the health sample before the run comes after
-the check's own set-up lines (the tool guard among them), the one after the
-run ends the script. Nothing here may fail a job; a local run records
-nothing.
+The job script starts with the line that records the nodes, then the probe
+before the run; the probe after the run ends the script. Nothing here may
+fail a job; a local run records nothing.
 """
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 
 import reframe as rfm
+import reframe.core.runtime as rt
 import reframe.utility.typecheck as typ
 
-from . import fan_out, health_sampling, job_nodes, vm_size
+from . import fan_out, health_sampling, job_nodes, launch, vm_size
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                     'node_probe.sh')
+PROBE_COPY = 'clusterproof_node_probe.sh'
+NO_HEALTH = 'no-health'
+
+
+def probe_command(phase: str, sysfs_root: str, fingerprints: str,
+                  vm_size_url: str = '', health: bool = True) -> str:
+    """The shell command that probes the node it runs on (node_probe.sh's
+    arguments), from the stage directory."""
+    words = [phase, health_sampling.SAMPLES_DIR, sysfs_root, fingerprints]
+    if vm_size_url or not health:
+        words.append(vm_size_url)
+    if not health:
+        words.append(NO_HEALTH)
+    return f'sh ./{PROBE_COPY} ' + ' '.join(shlex.quote(w) for w in words)
 
 
 class NodeProbe(rfm.RegressionTestPlugin):
@@ -103,18 +122,23 @@ class NodeProbe(rfm.RegressionTestPlugin):
             return
         extras = self.current_partition.extras
         scheduler = self.job.scheduler.registered_name
-        if self.health_sampling:
-            before, after = health_sampling.job_lines(
-                self.stagedir, self.health_sysfs_root
-                or extras.get('health_sysfs_root') or '/sys', scheduler)
-            self.prerun_cmds.append(before)
-            self.postrun_cmds.insert(0, after)
+        url = extras.get('vm_size_url') or ''
+        if self.health_sampling or url:
+            shutil.copy(PROBE, os.path.join(self.stagedir, PROBE_COPY))
+            root = (self.health_sysfs_root
+                    or extras.get('health_sysfs_root') or '/sys')
+            fingerprints = os.path.join(
+                rt.runtime().stage_prefix, health_sampling.FINGERPRINTS_DIR,
+                health_sampling.RUN_TOKEN)
+            before = probe_command('before', root, fingerprints, url,
+                                   self.health_sampling)
+            self.prerun_cmds.insert(
+                0, launch.on_every_node(before, scheduler))
+            if self.health_sampling:
+                after = probe_command('after', root, fingerprints)
+                self.postrun_cmds.insert(
+                    0, launch.on_every_node(after, scheduler))
             self.keep_files.append(health_sampling.SAMPLES_DIR)
-        url = extras.get('vm_size_url')
-        if url:
-            line, kept = vm_size.job_line(url, scheduler)
-            self.prerun_cmds[0:0] = [line]  # before any cd
-            self.keep_files += kept
         if self.pinned_nodes:
             self.job.pin_nodes = list(self.pinned_nodes)
         record = job_nodes.record_nodes_command(scheduler)
@@ -129,20 +153,23 @@ class NodeProbe(rfm.RegressionTestPlugin):
         extras = self.current_partition.extras
         self.job_nodes = job_nodes.read_nodes_file(
             os.path.join(self.stagedir, job_nodes.NODES_FILE))
+        samples = health_sampling.as_job_nodes(
+            health_sampling.samples_of(
+                os.path.join(self.stagedir, health_sampling.SAMPLES_DIR)),
+            self.job_nodes)
         if self.health_sampling:
             health = health_sampling.assess(
-                self.stagedir, self.job_nodes, extras.get('vm_sku'),
-                self.nccl_version)
+                samples, self.job_nodes, extras.get('vm_sku'),
+                self.nccl_version())
             self.health_findings, self.health_rows = health[:2]
             self.health_notes, self.node_fingerprints = health[2:]
-        self._read_vm_sizes(extras.get('vm_sku', ''))
+        self._judge_vm_sizes(samples, extras.get('vm_sku', ''))
 
-    def _read_vm_sizes(self, declared: str) -> None:
-        sizes = vm_size.read_node_sizes(self.stagedir,
-                                        self.job_nodes or ['?'])
+    def _judge_vm_sizes(self, samples: dict, declared: str) -> None:
+        sizes = vm_size.node_sizes(samples, self.job_nodes)
         partition = vm_size.slurm_partition(self.current_partition)
         self.node_vm_skus = sizes
-        for problem in vm_size.no_http_client(self.stagedir):
+        for problem in vm_size.no_http_client(samples):
             self.logger.warning(f'{self.name}: VM size not recorded: '
                                 f'{problem}')
         self.vm_sku_mismatches = {

@@ -30,7 +30,7 @@ from checks.health import dump, fingerprint, judge, rules  # noqa: E402
 from tests.support.health_data import HEALTH, build_sysfs
 from tests.support.helpers import REPO, STANDINS
 
-SAMPLER = REPO / 'checks' / 'common' / 'health_sample.sh'
+SAMPLER = REPO / 'checks' / 'common' / 'node_probe.sh'
 NODE = 'nd-1'
 SKU = 'Standard_ND96amsr_A100_v4'
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from checks.common.health_sampling import SAMPLER
+from checks.common.node_probe import PROBE
 from checks.gpu.gpu_node import ask_each_gpu
 from checks.health import dump, gpu_node, judge, rules
 from checks.parsers import dcgmi
@@ -51,9 +51,9 @@ def test_the_azure_dry_run_of_every_nd_partition(tmp_path):
             scripts[(partition, 'GpuDiagDaily')]
         # the health sample before and after each job (nvlink -e inside)
         for text in (inventory, links, diag):
-            assert text.index('health_sample.sh before') < \
-                text.index('health_sample.sh after')
-    assert 'nvidia-smi nvlink -e' in Path(SAMPLER).read_text()
+            assert text.index('node_probe.sh before') < \
+                text.index('node_probe.sh after')
+    assert 'nvidia-smi nvlink -e' in Path(PROBE).read_text()
 
 
 def standin(*argv, **env):

@@ -14,7 +14,7 @@ from tests.support.health_data import HEALTH, build_sysfs, raise_counter
 from tests.support.helpers import REPO, STANDINS
 from tests.support.hostile_text import random_text
 
-SAMPLER = REPO / 'checks' / 'common' / 'health_sample.sh'
+SAMPLER = REPO / 'checks' / 'common' / 'node_probe.sh'
 HB = 'Standard_HB176rs_v4'
 ND = 'Standard_ND96isr_H100_v5'
 
