@@ -132,7 +132,7 @@ class NodeProbe(rfm.RegressionTestPlugin):
         if self.health_sampling:
             health = health_sampling.assess(
                 self.stagedir, self.job_nodes, extras.get('vm_sku'),
-                self.nccl_version)
+                self.nccl_version())
             self.health_findings, self.health_rows = health[:2]
             self.health_notes, self.node_fingerprints = health[2:]
         self._read_vm_sizes(extras.get('vm_sku', ''))
