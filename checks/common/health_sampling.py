@@ -12,7 +12,7 @@ import os
 import time
 from typing import NamedTuple
 
-from ..health import dump, fingerprint, judge, rules
+from ..health import assessment, dump, fingerprint, rules
 
 #: Where the node probe writes PHASE.NODE.txt for each node and phase.
 SAMPLES_DIR = 'clusterproof_health'
@@ -24,10 +24,10 @@ RUN_TOKEN = f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}'
 _NOTED_UNAVAILABLE: set[tuple[str, str]] = set()
 
 
-def once_per_run(rows: list[judge.Row]) -> list[judge.Row]:
+def once_per_run(rows: list[assessment.Row]) -> list[assessment.Row]:
     kept = []
     for row in rows:
-        if row.metric == judge.NOT_AVAILABLE_METRIC:
+        if row.metric == assessment.NOT_AVAILABLE_METRIC:
             key = (row.node, row.reason)
             if key in _NOTED_UNAVAILABLE:
                 continue
@@ -92,7 +92,7 @@ def assess(samples: dict, job_nodes: list[str], vm_sku: str | None,
     findings, rows, prints = [], [], {}
     for node in nodes:
         entry = samples.get(node, {})
-        result = judge.assess(node, entry.get('before'),
+        result = assessment.assess(node, entry.get('before'),
                               entry.get('after'), shipped_rules, nominal)
         findings += [f.as_dict() for f in result.findings]
         rows += [dict(row.__dict__) for row in once_per_run(result.rows)]

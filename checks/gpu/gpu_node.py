@@ -27,7 +27,7 @@ import reframe.utility.typecheck as typ
 
 from ..common.node_probe import NodeProbe
 from ..common.tools import ExternalTool
-from ..health import gpu_node, judge, rules
+from ..health import assessment, gpu_node, rules
 from ..parsers import dcgmi, nvidia_smi
 
 #: The marker before each GPU's answer (nvidia_smi.MARK reads it).
@@ -89,9 +89,9 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, NodeProbe):
         with open(path, errors='replace') as fp:
             return fp.read()
 
-    def keep(self, result: judge.Assessment) -> None:
+    def keep(self, result: assessment.Assessment) -> None:
         """This check's findings and rows beside the sampler's."""
-        failing = [f for f in result.findings if f.severity == judge.FAIL]
+        failing = [f for f in result.findings if f.severity == assessment.FAIL]
         self.health_findings = list(self.health_findings) + [
             f.as_dict() for f in result.findings]
         self.health_rows = list(self.health_rows) + [
