@@ -5,15 +5,15 @@ What each plugin adds, stage by stage, in the order ReFrame runs it
 
 - after setup: ExternalTool (tools.py) finds the tool or skips the test.
 - before run, in this order: JobRequest (job_request.py) watches the
-  job, skips what no node holds and sets the time limit; NodeProbe
-  (node_probe.py) puts its lines into the job script, so that it starts
-  with the line that records the nodes, then the one that asks each node's
-  VM size, then ExternalTool's guard (the tool is on the node), then the
-  health sample before the run (the sample after the run ends the
-  script); BenchmarkTest adds the partition's launcher options; FansOut
-  (fanned_job.py) turns a batch job into one step per node or pair, last.
-- after run: NodeProbe reads, once, the nodes, their VM sizes and their
-  health samples.
+  job, skips what no node holds, sets the time limit and adds the
+  partition's launcher options; NodeProbe (node_probe.py) puts its lines
+  at the front of the job script: the one that records the nodes, then
+  the node probe before the run (each node's VM size and health sample),
+  before ExternalTool's guard (the tool is on the node); its probe after
+  the run ends the script; the check's own hooks; FansOut (fanned_job.py)
+  turns a batch job into one step per node or pair, last.
+- after run: NodeProbe reads, once, the nodes and the probe's files (the
+  VM sizes, the health samples).
 - sanity: ParsedOutput (parsed_output.py, FansOut's base) parses the output
   once, per node or pair in a batch job.
 - before performance: SkuReferences (sku_references.py) sets each metric's
@@ -32,7 +32,6 @@ from __future__ import annotations
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
-from . import launch
 from .fanned_job import FansOut
 from .job_request import JobRequest
 from .node_probe import NodeProbe
@@ -72,9 +71,3 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
 
     def partition_extra(self, name, default=None):
         return self.current_partition.extras.get(name, default)
-
-    @run_before('run')
-    def _add_partition_launcher_options(self):
-        # e.g. ['--mpi=pmix'] on Slurm partitions whose MpiDefault is none
-        launch.add_options(self.job,
-                           self.partition_extra('launcher_options', []))
