@@ -21,8 +21,8 @@ What each plugin adds, stage by stage, in the order ReFrame runs it
   where nothing says otherwise); ParsedOutput adds the parsed perf
   variables; FansOut makes them one per node or pair, last.
 - performance: ReFrame compares each value with its thresholds.
-- after performance: SiteBaselines (site_baseline_judging.py) fails the
-  test outside the site's baseline.
+- after performance: SiteBaselineVerdicts (site_baseline_verdicts.py)
+  fails the test outside the site's baseline.
 
 The rows of the run are then made by config/results/rows/builder.py and
 judged by config/results/rows/judge.py.
@@ -35,13 +35,13 @@ import reframe.utility.typecheck as typ
 from .fanned_job import FansOut
 from .job_request import JobRequest
 from .node_probe import NodeProbe
-from .site_baseline_judging import SiteBaselines
+from .site_baseline_verdicts import SiteBaselineVerdicts
 from .sku_references import SkuReferences
 from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
-                    SiteBaselines, ExternalTool, NodeProbe, JobRequest):
+                    SiteBaselineVerdicts, ExternalTool, NodeProbe, JobRequest):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']
