@@ -29,7 +29,12 @@ azurehpc-health-checks' customTests/azure_nccl_allreduce.nhc does: one
 message size, NCCL_TOPO_FILE set empty, data checked (-c 1), the script's
 own environment (extras['nccl_env_azhc']) and no GPU order, judged on its
 "# Avg bus bandwidth". A sweep is shown beside those floors, unjudged: its
-key differs in the smallest size and the topology file.
+key differs in the smallest size and the topology file. On ND A100 v4,
+NcclHealthCheckIbLoopback runs the health checks' second NCCL test
+(customTests/azure_nccl_allreduce_ib_loopback.nhc): the same one-size
+all_reduce on one VM with shared memory and GPU peer-to-peer off, so that
+all traffic goes through the VM's own InfiniBand HCAs (fabric 'ib', one
+node), judged by the conf's 18 GB/s floor (nccl.yaml, azhc_ib_loopback).
 
 The GPU order (extras['gpu_binding']) is set inside the job step, on the
 command line (``env CUDA_VISIBLE_DEVICES=... all_reduce_perf ...``): srun
@@ -177,10 +182,13 @@ class NcclBase(BenchmarkTest):
         fabric = self.expected_fabric()
         return 'unproven' if fabric == UNCHECKED else fabric
 
+    def allowed_fabrics(self) -> tuple[str, ...]:
+        return ('nvlink',) if not self.multinode else FABRICS[1:]
+
     @run_after('setup')
     def set_fabric(self):
         fabric = self.expected_fabric()
-        allowed = ('nvlink',) if not self.multinode else FABRICS[1:]
+        allowed = self.allowed_fabrics()
         if fabric not in allowed + (UNCHECKED,):
             raise ValueError(f'fabric={fabric!r}: expected one of '
                              f'{", ".join(allowed + (UNCHECKED,))}')
@@ -253,24 +261,18 @@ class NcclSingleNode(NcclBase):
     fans_out = True
 
 
-@rfm.simple_test
-class NcclHealthCheckAllReduce(NcclBase):
-    """all_reduce on one VM as azurehpc-health-checks runs it (commit
-    0e0a1ac, customTests/azure_nccl_allreduce.nhc): `all_reduce_perf -b S
-    -e S -f 2 -g 1 -c 1` at the size of the SKU's conf, `-x
-    NCCL_TOPO_FILE=` (the conf's topology file argument is not used), its
-    -x variables only (extras['nccl_env_azhc']), no CUDA_VISIBLE_DEVICES,
-    one rank per GPU bound to its NUMA domain; its "# Avg bus bandwidth"
-    (avg_busbw) is what the conf's floor judges. On a SKU the health
-    checks give no floor (checks/references/nccl.yaml, azhc) it runs the
-    same way at max_bytes, without a verdict."""
-    descr = ('nccl-tests all_reduce at one size, as azurehpc-health-checks '
-             'runs it where its floors judge')
-    fans_out = True
+class HealthCheckNcclRun(NcclBase):
+    """all_reduce on one VM at one size, as azurehpc-health-checks' NCCL
+    scripts (commit 0e0a1ac) run it: `all_reduce_perf -b S -e S -f 2 -g 1
+    -c 1` at the size of the SKU's conf, the scripts' -x variables only
+    (extras['nccl_env_azhc']), no CUDA_VISIBLE_DEVICES, one rank per GPU
+    bound to its NUMA domain; their "# Avg bus bandwidth" (avg_busbw) is
+    what the conf's floor judges (the reference entry HEALTH_CHECK_ENTRY of
+    checks/references/nccl.yaml)."""
     collective = parameter(['all_reduce'])
 
-    #: The reference entry whose method this check follows.
-    HEALTH_CHECK_ENTRY = 'azhc'
+    #: The reference entry whose method and floor this check follows.
+    HEALTH_CHECK_ENTRY = ''
 
     def recipe_env(self) -> dict:
         return self.partition_extra('nccl_env_azhc', {})
@@ -278,15 +280,83 @@ class NcclHealthCheckAllReduce(NcclBase):
     def gpu_order(self) -> str:
         return self.gpu_binding
 
+    def health_check_entry(self) -> dict:
+        return references.entries(self.reference_family, self.vm_sku()).get(
+            self.HEALTH_CHECK_ENTRY) or {}
+
     @run_after('setup')
     def follow_the_health_checks(self):
-        entry = references.entries(self.reference_family, self.vm_sku()).get(
-            self.HEALTH_CHECK_ENTRY) or {}
+        entry = self.health_check_entry()
         size = (entry.get('method') or {}).get('size') or self.max_bytes
         self.min_bytes = self.max_bytes = size
         self.step_factor = 2
         self.extra_options = [*self.extra_options, '-c', '1']
+
+
+@rfm.simple_test
+class NcclHealthCheckAllReduce(HealthCheckNcclRun):
+    """customTests/azure_nccl_allreduce.nhc: through NVLink, with `-x
+    NCCL_TOPO_FILE=` (the conf's topology file argument is not used). On a
+    SKU the health checks give no floor (checks/references/nccl.yaml,
+    azhc) it runs the same way at max_bytes, without a verdict."""
+    descr = ('nccl-tests all_reduce at one size, as azurehpc-health-checks '
+             'runs it where its floors judge')
+    fans_out = True
+
+    HEALTH_CHECK_ENTRY = 'azhc'
+
+    @run_after('setup')
+    def set_no_topology_file(self):
         self.env_vars.setdefault('NCCL_TOPO_FILE', '')
+
+
+@rfm.simple_test
+class NcclHealthCheckIbLoopback(HealthCheckNcclRun):
+    """customTests/azure_nccl_allreduce_ib_loopback.nhc, which the ND A100
+    v4 confs run (`check_nccl_allreduce_ib_loopback 18.0 1 <8G|16G>
+    <ndv4-topo.xml>`): the same all_reduce with NCCL's shared-memory and
+    GPU peer-to-peer transports off and GPUDirect RDMA at any distance, so
+    that every GPU's data leaves through its InfiniBand HCA and comes back
+    on the same VM. Unlike azure_nccl_allreduce.nhc this script does use
+    the conf's topology file: the image's ndv4-topo.xml, chosen here from
+    extras['nccl_topo_files'] as the sweep does (the key's topo_file
+    'image'). NCCL's log must show every channel over InfiniBand with
+    GPUDirect RDMA (fabric 'ib' on one VM). Skips on SKUs without the
+    health checks' floor (checks/references/nccl.yaml, azhc_ib_loopback):
+    they run it on ND A100 v4 only."""
+    descr = ('nccl-tests all_reduce on one VM through its InfiniBand HCAs, '
+             'as azurehpc-health-checks runs it on ND A100 v4')
+    fans_out = True
+
+    HEALTH_CHECK_ENTRY = 'azhc_ib_loopback'
+    #: The script's -x variables beside those of azure_nccl_allreduce.nhc.
+    LOOPBACK_ENV = {'NCCL_NET_GDR_LEVEL': '5', 'NCCL_SHM_DISABLE': '1',
+                    'NCCL_P2P_DISABLE': '1'}
+
+    def expected_fabric(self) -> str:
+        return self.fabric or 'ib'
+
+    def allowed_fabrics(self) -> tuple[str, ...]:
+        return ('ib',)
+
+    def topo_file_label(self) -> str:
+        """'image' for any of the image's files the job found (the key
+        the health checks' entry has), else as NcclBase reads it."""
+        if (self.nccl_topo_file_recorded and self.nccl_topo_file in
+                self.partition_extra('nccl_topo_files', [])
+                and 'NCCL_TOPO_FILE' not in self.env_vars):
+            return 'image'
+        return super().topo_file_label()
+
+    @run_after('setup')
+    def only_where_the_health_checks_run_it(self):
+        self.skip_if(not self.health_check_entry(),
+                     f'{self.vm_sku()}: azurehpc-health-checks run the NCCL '
+                     'IB loopback test on ND A100 v4 only (no '
+                     f'{self.HEALTH_CHECK_ENTRY} floor in '
+                     'checks/references/nccl.yaml)')
+        for name, value in self.LOOPBACK_ENV.items():
+            self.env_vars.setdefault(name, value)
 
 
 @rfm.simple_test
