@@ -261,18 +261,28 @@ class NcclSingleNode(NcclBase):
     fans_out = True
 
 
-class HealthCheckNcclRun(NcclBase):
-    """all_reduce on one VM at one size, as azurehpc-health-checks' NCCL
-    scripts (commit 0e0a1ac) run it: `all_reduce_perf -b S -e S -f 2 -g 1
-    -c 1` at the size of the SKU's conf, the scripts' -x variables only
-    (extras['nccl_env_azhc']), no CUDA_VISIBLE_DEVICES, one rank per GPU
-    bound to its NUMA domain; their "# Avg bus bandwidth" (avg_busbw) is
-    what the conf's floor judges (the reference entry HEALTH_CHECK_ENTRY of
-    checks/references/nccl.yaml)."""
+@rfm.simple_test
+class NcclHealthCheckAllReduce(NcclBase):
+    """all_reduce on one VM as azurehpc-health-checks runs it (commit
+    0e0a1ac, customTests/azure_nccl_allreduce.nhc): `all_reduce_perf -b S
+    -e S -f 2 -g 1 -c 1` at the size of the SKU's conf, `-x
+    NCCL_TOPO_FILE=` (the conf's topology file argument is not used), its
+    -x variables only (extras['nccl_env_azhc']), no CUDA_VISIBLE_DEVICES,
+    one rank per GPU bound to its NUMA domain; its "# Avg bus bandwidth"
+    (avg_busbw) is what the conf's floor judges. On a SKU the health
+    checks give no floor (checks/references/nccl.yaml, azhc) it runs the
+    same way at max_bytes, without a verdict."""
+    descr = ('nccl-tests all_reduce at one size, as azurehpc-health-checks '
+             'runs it where its floors judge')
+    fans_out = True
     collective = parameter(['all_reduce'])
 
     #: The reference entry whose method and floor this check follows.
-    HEALTH_CHECK_ENTRY = ''
+    HEALTH_CHECK_ENTRY = 'azhc'
+    #: The script's -x variables beside extras['nccl_env_azhc'].
+    HEALTH_CHECK_ENV = {'NCCL_TOPO_FILE': ''}
+    #: Skip where the entry is missing (the health checks do not run it).
+    ONLY_WITH_FLOOR = False
 
     def recipe_env(self) -> dict:
         return self.partition_extra('nccl_env_azhc', {})
@@ -280,38 +290,25 @@ class HealthCheckNcclRun(NcclBase):
     def gpu_order(self) -> str:
         return self.gpu_binding
 
-    def health_check_entry(self) -> dict:
-        return references.entries(self.reference_family, self.vm_sku()).get(
-            self.HEALTH_CHECK_ENTRY) or {}
-
     @run_after('setup')
     def follow_the_health_checks(self):
-        entry = self.health_check_entry()
+        entry = references.entries(self.reference_family, self.vm_sku()).get(
+            self.HEALTH_CHECK_ENTRY) or {}
+        self.skip_if(self.ONLY_WITH_FLOOR and not entry,
+                     f'{self.vm_sku()}: azurehpc-health-checks run the NCCL '
+                     'IB loopback test on ND A100 v4 only (no '
+                     f'{self.HEALTH_CHECK_ENTRY} floor in '
+                     'checks/references/nccl.yaml)')
         size = (entry.get('method') or {}).get('size') or self.max_bytes
         self.min_bytes = self.max_bytes = size
         self.step_factor = 2
         self.extra_options = [*self.extra_options, '-c', '1']
+        for name, value in self.HEALTH_CHECK_ENV.items():
+            self.env_vars.setdefault(name, value)
 
 
 @rfm.simple_test
-class NcclHealthCheckAllReduce(HealthCheckNcclRun):
-    """customTests/azure_nccl_allreduce.nhc: through NVLink, with `-x
-    NCCL_TOPO_FILE=` (the conf's topology file argument is not used). On a
-    SKU the health checks give no floor (checks/references/nccl.yaml,
-    azhc) it runs the same way at max_bytes, without a verdict."""
-    descr = ('nccl-tests all_reduce at one size, as azurehpc-health-checks '
-             'runs it where its floors judge')
-    fans_out = True
-
-    HEALTH_CHECK_ENTRY = 'azhc'
-
-    @run_after('setup')
-    def set_no_topology_file(self):
-        self.env_vars.setdefault('NCCL_TOPO_FILE', '')
-
-
-@rfm.simple_test
-class NcclHealthCheckIbLoopback(HealthCheckNcclRun):
+class NcclHealthCheckIbLoopback(NcclHealthCheckAllReduce):
     """customTests/azure_nccl_allreduce_ib_loopback.nhc, which the ND A100
     v4 confs run (`check_nccl_allreduce_ib_loopback 18.0 1 <8G|16G>
     <ndv4-topo.xml>`): the same all_reduce with NCCL's shared-memory and
@@ -321,17 +318,16 @@ class NcclHealthCheckIbLoopback(HealthCheckNcclRun):
     the conf's topology file: the image's ndv4-topo.xml, chosen here from
     extras['nccl_topo_files'] as the sweep does (the key's topo_file
     'image'). NCCL's log must show every channel over InfiniBand with
-    GPUDirect RDMA (fabric 'ib' on one VM). Skips on SKUs without the
-    health checks' floor (checks/references/nccl.yaml, azhc_ib_loopback):
-    they run it on ND A100 v4 only."""
+    GPUDirect RDMA and none inside the VM (fabric 'ib' on one VM). Skips on
+    SKUs without the health checks' floor (checks/references/nccl.yaml,
+    azhc_ib_loopback): they run it on ND A100 v4 only."""
     descr = ('nccl-tests all_reduce on one VM through its InfiniBand HCAs, '
              'as azurehpc-health-checks runs it on ND A100 v4')
-    fans_out = True
 
     HEALTH_CHECK_ENTRY = 'azhc_ib_loopback'
-    #: The script's -x variables beside those of azure_nccl_allreduce.nhc.
-    LOOPBACK_ENV = {'NCCL_NET_GDR_LEVEL': '5', 'NCCL_SHM_DISABLE': '1',
-                    'NCCL_P2P_DISABLE': '1'}
+    HEALTH_CHECK_ENV = {'NCCL_NET_GDR_LEVEL': '5', 'NCCL_SHM_DISABLE': '1',
+                        'NCCL_P2P_DISABLE': '1'}
+    ONLY_WITH_FLOOR = True
 
     def expected_fabric(self) -> str:
         return self.fabric or 'ib'
@@ -347,16 +343,6 @@ class NcclHealthCheckIbLoopback(HealthCheckNcclRun):
                 and 'NCCL_TOPO_FILE' not in self.env_vars):
             return 'image'
         return super().topo_file_label()
-
-    @run_after('setup')
-    def only_where_the_health_checks_run_it(self):
-        self.skip_if(not self.health_check_entry(),
-                     f'{self.vm_sku()}: azurehpc-health-checks run the NCCL '
-                     'IB loopback test on ND A100 v4 only (no '
-                     f'{self.HEALTH_CHECK_ENTRY} floor in '
-                     'checks/references/nccl.yaml)')
-        for name, value in self.LOOPBACK_ENV.items():
-            self.env_vars.setdefault(name, value)
 
 
 @rfm.simple_test

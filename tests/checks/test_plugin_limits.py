@@ -51,6 +51,7 @@ CEILINGS = {
     'gpu.hbm_bandwidth.GpuMemoryBandwidth': (17, 18),
     'gpu.nccl.NcclBase': (16, 21),
     'gpu.nccl.NcclHealthCheckAllReduce': (17, 22),
+    'gpu.nccl.NcclHealthCheckIbLoopback': (18, 22),
     'gpu.nccl.NcclMultiNode': (17, 21),
     'gpu.nccl.NcclSingleNode': (17, 21),
     'gpu.nvlink_fabric.NvlinkFabric': (8, 7),
