@@ -51,6 +51,7 @@ CEILINGS = {
     'gpu.hbm_bandwidth.GpuMemoryBandwidth': (15, 13),
     'gpu.nccl.NcclBase': (14, 16),
     'gpu.nccl.NcclHealthCheckAllReduce': (15, 17),
+    'gpu.nccl.NcclHealthCheckIbLoopback': (16, 17),
     'gpu.nccl.NcclMultiNode': (15, 16),
     'gpu.nccl.NcclSingleNode': (15, 16),
     'gpu.nvlink_fabric.NvlinkFabric': (7, 5),
