@@ -26,7 +26,8 @@ What each plugin adds, stage by stage, in the order ReFrame runs it
 - after performance: SiteBaselines (site_baseline_judging.py) fails the
   test outside the site's baseline.
 
-The rows of the run are then made by config/results/rows/builder.py and
+The test then lists what it measured (:meth:`BenchmarkTest.measurements`,
+measurements.py); config/results/rows/builder.py makes a row of each,
 judged by config/results/rows/judge.py.
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ from __future__ import annotations
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
-from . import launch
+from . import launch, measurements
 from .fanned_job import FansOut
 from .health_sampling import HealthSampling
 from .job_nodes import JobNodes
@@ -77,6 +78,11 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
             found[var] = (var[:-len(device) - 1]
                           if device and var.endswith(f'_{device}') else var)
         return found
+
+    def measurements(self, logged: dict) -> dict:
+        """What this test measured: ReFrame's perf variable name -> its
+        Measurement (measurements.py), from which its rows are made."""
+        return measurements.of_test(self, logged)
 
     def partition_extra(self, name, default=None):
         return self.current_partition.extras.get(name, default)
