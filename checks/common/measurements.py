@@ -2,10 +2,8 @@
 device of one node or node group, with what it is compared with and why it
 has no verdict where it has none.
 
-A check lists its measurements (``measurements()`` on the test, made by
-:func:`of_test` below); config/results/rows/builder.py turns each into one
-stored row and reads nothing else of the test. Nothing here imports ReFrame.
-"""
+A test lists them (``measurements()``, made by :func:`of_test`); the row
+builder (config/results/rows/) makes one row of each. No ReFrame import."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -14,11 +12,8 @@ from dataclasses import dataclass, field, replace
 @dataclass(frozen=True)
 class Measurement:
     """One value: a metric on one device of one node or node group.
-
-    ``stage_result`` is what ReFrame's performance stage said of the value
-    against ``lower`` and ``upper`` ('pass', 'fail'; None without a value);
-    config/results/rows/judge.py decides the stored verdict from it, the
-    site baseline, the reasons for none and the health notes."""
+    ``stage_result`` is ReFrame's performance stage's ('pass', 'fail'
+    against ``lower`` and ``upper``; None without a value)."""
     metric: str | None
     value: float | None
     unit: str | None
@@ -41,16 +36,14 @@ class Measurement:
     num_tasks: int | None = None        # a batch step's ranks
     fingerprint: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
-    # why it has no verdict (the check dropped the thresholds), and how the
-    # reference was measured otherwise
+    # why it has no verdict; how the reference was measured otherwise
     no_verdict_reasons: tuple[str, ...] = ()
     reference_differences: dict = field(default_factory=dict)
-    # the site baseline's verdict: {'fail', 'reason', 'value', 'lower',
-    # 'upper', 'source'}, None where it has no entry
+    # the site baseline's {'fail', 'reason', 'value', 'lower', 'upper',
+    # 'source'}; None where it has no entry
     site_baseline: dict | None = None
     health_notes: dict = field(default_factory=dict)   # node -> findings
-    # (check_result, check_fail_reason) of its own node or pair of a batch
-    # job, where that group measured nothing
+    # (check_result, reason) of its batch node or pair that measured nothing
     outcome: tuple[str, str | None] | None = None
     # a batch job's node or pair: its rows say the group's own outcome
     in_batch: bool = False
