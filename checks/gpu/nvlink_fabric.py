@@ -21,8 +21,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
 from ..common import measurements
-from ..common.job_nodes import JobNodes
-from ..common.vm_size import VmSize
+from ..common.node_probe import NodeProbe
 from ..parsers.nvidia_fabric import node_fabric
 
 IMEX_PREFIX = 'clusterproof-imex: '
@@ -37,7 +36,7 @@ def imex_state(text: str) -> str:
 
 
 @rfm.simple_test
-class NvlinkFabric(rfm.RunOnlyRegressionTest, JobNodes, VmSize):
+class NvlinkFabric(rfm.RunOnlyRegressionTest, NodeProbe):
     descr = 'NVLink domain, fabric registration and IMEX of a GB200/GB300 VM'
     valid_systems = ['+gpu']
     valid_prog_environs = ['builtin']
@@ -45,6 +44,8 @@ class NvlinkFabric(rfm.RunOnlyRegressionTest, JobNodes, VmSize):
     executable = 'nvidia-smi'
     executable_opts = ['-q']
     time_limit = '5m'
+    # it records its node and the node's VM size, but samples no health
+    health_sampling = False
 
     #: '<ClusterUUID>/<CliqueId>' shared by every GPU; '' when none.
     nvlink_domain = variable(str, value='')

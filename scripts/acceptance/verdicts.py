@@ -188,7 +188,7 @@ def _bound_missed(value, ref, lower, upper) -> str:
 
 def failed_on_site_baseline(case: dict) -> bool:
     """Whether the case failed on the site baseline alone
-    (checks/common/site_baseline_judging.py): judged per metric from its rows
+    (checks/common/site_baseline_verdicts.py): judged per metric from its rows
     after the run (judge.baseline_judgements), not one failure per node."""
     return case.get('fail_phase') == 'performance' and \
         f'{site_baseline.LABEL}: ' in str(case.get('fail_reason') or '')

@@ -1,4 +1,5 @@
-"""Judge a test's metrics against the site baseline when its rows are written.
+"""The site baseline's verdict on each metric of a test, and the test failed
+outside it.
 
 With ``CLUSTERPROOF_BASELINES`` set, every metric that has a reference key
 (sku_references.py) and a baseline entry for its cluster, test class, key
@@ -7,7 +8,7 @@ published reference (both are checked; neither replaces the other). A
 metric outside them fails the test case with a reason naming the basis
 (``site baseline: triad_bw 10382.9 MB/s: 16.1% below ...``), and its row
 says ``fail`` with ``verdict_basis = site_baseline`` (config/results/rows/
-builder.py reads :meth:`SiteBaselines.site_baseline_verdicts`).
+builder.py reads :meth:`SiteBaselineVerdicts.site_baseline_verdicts`).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from reframe.core.exceptions import PerformanceError
 from . import site_baseline
 
 
-class SiteBaselines(rfm.RegressionTestPlugin):
+class SiteBaselineVerdicts(rfm.RegressionTestPlugin):
     def site_baseline_verdicts(self) -> dict[str, dict]:
         """Perf variable -> what the site baseline says of its value:
         {'fail', 'reason', 'value', 'lower', 'upper', 'source'}; only the
