@@ -69,5 +69,16 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
                           if device and var.endswith(f'_{device}') else var)
         return found
 
+    def nodes_pinned(self) -> list[str]:   # fanned_job.py asks
+        return list(self.pinned_nodes)
+
+    def facts_by_metric(self) -> list[dict]:   # fanned_job.py asks
+        return [self.reference_sources, self.metric_reference_keys,
+                self.metric_devices]
+
+    def metric_keys_and_devices(self) -> tuple[dict, dict]:
+        # site_baseline_verdicts.py asks
+        return self.metric_reference_keys, self.metric_devices
+
     def partition_extra(self, name, default=None):
         return self.current_partition.extras.get(name, default)

@@ -77,8 +77,6 @@ STAGE_METHODS = {'setup', 'compile', 'compile_wait', 'run', 'run_wait',
 
 # file (relative to checks/) -> reads of state by name; lower it as they go.
 READS_BY_NAME = {
-    'common/fanned_job.py': 2,
-    'common/site_baseline_verdicts.py': 3,
     'common/sku_references.py': 2,
     'gpu/compute.py': 1,
     'gpu/copy_bandwidth.py': 1,
