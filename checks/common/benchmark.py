@@ -24,7 +24,8 @@ What each plugin adds, stage by stage, in the order ReFrame runs it
 - after performance: SiteBaselineVerdicts (site_baseline_verdicts.py)
   fails the test outside the site's baseline.
 
-The rows of the run are then made by config/results/rows/builder.py and
+The test then lists what it measured (:meth:`BenchmarkTest.measurements`,
+measurements.py); config/results/rows/builder.py makes a row of each,
 judged by config/results/rows/judge.py.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
+from . import measurements
 from .fanned_job import FansOut
 from .job_request import JobRequest
 from .node_probe import NodeProbe
@@ -79,6 +81,11 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
     def metric_keys_and_devices(self) -> tuple[dict, dict]:
         # site_baseline_verdicts.py asks
         return self.metric_reference_keys, self.metric_devices
+
+    def measurements(self, logged: dict) -> dict:
+        """What this test measured: ReFrame's perf variable name -> its
+        Measurement (measurements.py), from which its rows are made."""
+        return measurements.of_test(self, logged)
 
     def partition_extra(self, name, default=None):
         return self.current_partition.extras.get(name, default)

@@ -25,6 +25,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
+from ..common import measurements
 from ..common.node_probe import NodeProbe
 from ..common.tools import ExternalTool
 from ..health import assessment, gpu_node, rules
@@ -72,6 +73,11 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, NodeProbe):
         # every GPU of the VM: Slurm's cgroups hide those not requested
         self.num_gpus_per_node = self.current_partition.extras.get(
             'gpus_per_node', 0)
+
+    def measurements(self, logged: dict) -> dict:
+        """What this test measured: ReFrame's perf variable name -> its
+        Measurement (checks/common/measurements.py), one row each."""
+        return measurements.of_test(self, logged)
 
     def expected_gpus(self) -> gpu_node.Expected:
         extras = self.current_partition.extras

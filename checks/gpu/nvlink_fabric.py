@@ -20,6 +20,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
+from ..common import measurements
 from ..common.node_probe import NodeProbe
 from ..parsers.nvidia_fabric import node_fabric
 
@@ -50,6 +51,11 @@ class NvlinkFabric(rfm.RunOnlyRegressionTest, NodeProbe):
     nvlink_domain = variable(str, value='')
     #: What is wrong with the fabric or IMEX ([] = healthy).
     fabric_problems = variable(typ.List[str], value=[])
+
+    def measurements(self, logged: dict) -> dict:
+        """What this test measured: ReFrame's perf variable name -> its
+        Measurement (checks/common/measurements.py), one row each."""
+        return measurements.of_test(self, logged)
 
     @run_after('setup')
     def only_on_nvlink_racks(self):
