@@ -71,7 +71,7 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
                           if device and var.endswith(f'_{device}') else var)
         return found
 
-    def measurements(self, logged: dict) -> dict:
+    def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
         Measurement (measurements.py), from which its rows are made."""
         return measurements.of_test(self, logged)
