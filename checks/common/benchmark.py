@@ -22,7 +22,9 @@ What each plugin adds, stage by stage, in the order ReFrame runs it
   variables; FansOut makes them one per node or pair, last.
 - performance: ReFrame compares each value with its thresholds.
 - after performance: SiteBaselineVerdicts (site_baseline_verdicts.py)
-  fails the test outside the site's baseline.
+  asks the one judge (config/results/rows/judge.py) for the verdict of
+  every value (the site baseline beside the published reference) and
+  fails the test where it says fail.
 
 The test then lists what it measured (:meth:`BenchmarkTest.measurements`,
 measurements.py); config/results/rows/builder.py makes a row of each,
@@ -70,6 +72,17 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
             found[var] = (var[:-len(device) - 1]
                           if device and var.endswith(f'_{device}') else var)
         return found
+
+    def nodes_pinned(self) -> list[str]:   # fanned_job.py asks
+        return list(self.pinned_nodes)
+
+    def facts_by_metric(self) -> list[dict]:   # fanned_job.py asks
+        return [self.reference_sources, self.metric_reference_keys,
+                self.metric_devices]
+
+    def metric_keys_and_devices(self) -> tuple[dict, dict]:
+        # site_baseline_verdicts.py asks
+        return self.metric_reference_keys, self.metric_devices
 
     def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its

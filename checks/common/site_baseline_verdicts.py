@@ -49,6 +49,14 @@ def the_judge():
 
 
 class SiteBaselineVerdicts(rfm.RegressionTestPlugin):
+    #: [the values judged, their verdicts]: judged once per set of values.
+    site_baseline_judged = variable(list, value=[], loggable=False)
+
+    def metric_keys_and_devices(self) -> tuple[dict, dict]:
+        """({perf variable: reference key}, {perf variable: device});
+        BenchmarkTest answers (sku_references.py fills the keys)."""
+        return {}, {}
+
     def site_baseline_verdicts(self) -> dict[str, dict]:
         """Perf variable -> what the site baseline says of its value:
         {'fail', 'reason', 'value', 'lower', 'upper', 'source'}; only the
@@ -57,19 +65,18 @@ class SiteBaselineVerdicts(rfm.RegressionTestPlugin):
         values: the hook below and the row writer ask for the same."""
         measured = tuple((name, info[0]) for name, info
                          in (self.perfvalues or {}).items())
-        judged = getattr(self, '_site_baseline_judged', None)
-        if judged is not None and judged[0] == measured:
+        judged = self.site_baseline_judged
+        if judged and judged[0] == measured:
             return judged[1]
         found = self._judged_against_site_baseline()
-        self._site_baseline_judged = (measured, found)
+        self.site_baseline_judged = [measured, found]
         return found
 
     def _judged_against_site_baseline(self) -> dict[str, dict]:
         layer = site_baseline.current()
         if not layer.entries:
             return {}
-        keys = getattr(self, 'metric_reference_keys', {}) or {}
-        devices = getattr(self, 'metric_devices', {}) or {}
+        keys, devices = self.metric_keys_and_devices()
         cluster = site_baseline.cluster_of(self.current_system.name)
         test = self.display_name.split(' ')[0]
         found = {}
