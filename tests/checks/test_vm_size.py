@@ -79,7 +79,8 @@ def test_a_node_without_curl_says_so_and_records_no_size(tmp_path):
 
 
 def test_azure_job_scripts_ask_imds_with_a_2s_limit(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$',
+                             checks='checks/cpu/stream.py')
     assert ("curl -s -f -m 2 -H 'Metadata: true' --noproxy '*' "
             "'http://169.254.169.254/metadata/instance/compute/vmSize"
             "?api-version=2021-02-01&format=text' > "
@@ -87,7 +88,8 @@ def test_azure_job_scripts_ask_imds_with_a_2s_limit(tmp_path):
 
 
 def test_every_node_of_a_slurm_job_asks_for_itself(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$',
+                             checks='checks/cpu/stream.py')
     line = next(line for line in script.splitlines()
                 if vm_size.VM_SIZES_DIR in line)
     assert line.startswith('if [ "${SLURM_JOB_NUM_NODES:-1}" -gt 1 ]; then '
