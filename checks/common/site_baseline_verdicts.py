@@ -1,4 +1,5 @@
-"""Judge a test's metrics against the site baseline when its rows are written.
+"""The site baseline's verdict on each metric of a test, and the test failed
+outside it.
 
 With ``CLUSTERPROOF_BASELINES`` set, every metric that has a reference key
 (sku_references.py) and a baseline entry for its cluster, test class, key
@@ -7,7 +8,7 @@ published reference (both are checked; neither replaces the other). A
 metric outside them fails the test case with a reason naming the basis
 (``site baseline: triad_bw 10382.9 MB/s: 16.1% below ...``), and its row
 says ``fail`` with ``verdict_basis = site_baseline`` (config/results/rows/
-builder.py reads :meth:`SiteBaselines.site_baseline_verdicts`).
+builder.py reads :meth:`SiteBaselineVerdicts.site_baseline_verdicts`).
 """
 from __future__ import annotations
 
@@ -17,7 +18,15 @@ from reframe.core.exceptions import PerformanceError
 from . import site_baseline
 
 
-class SiteBaselines(rfm.RegressionTestPlugin):
+class SiteBaselineVerdicts(rfm.RegressionTestPlugin):
+    #: [the values judged, their verdicts]: judged once per set of values.
+    site_baseline_judged = variable(list, value=[], loggable=False)
+
+    def metric_keys_and_devices(self) -> tuple[dict, dict]:
+        """({perf variable: reference key}, {perf variable: device});
+        BenchmarkTest answers (sku_references.py fills the keys)."""
+        return {}, {}
+
     def site_baseline_verdicts(self) -> dict[str, dict]:
         """Perf variable -> what the site baseline says of its value:
         {'fail', 'reason', 'value', 'lower', 'upper', 'source'}; only the
@@ -26,19 +35,18 @@ class SiteBaselines(rfm.RegressionTestPlugin):
         values: the hook below and the row writer ask for the same."""
         measured = tuple((name, info[0]) for name, info
                          in (self.perfvalues or {}).items())
-        judged = getattr(self, '_site_baseline_judged', None)
-        if judged is not None and judged[0] == measured:
+        judged = self.site_baseline_judged
+        if judged and judged[0] == measured:
             return judged[1]
         found = self._judged_against_site_baseline()
-        self._site_baseline_judged = (measured, found)
+        self.site_baseline_judged = [measured, found]
         return found
 
     def _judged_against_site_baseline(self) -> dict[str, dict]:
         layer = site_baseline.current()
         if not layer.entries:
             return {}
-        keys = getattr(self, 'metric_reference_keys', {}) or {}
-        devices = getattr(self, 'metric_devices', {}) or {}
+        keys, devices = self.metric_keys_and_devices()
         cluster = site_baseline.cluster_of(self.current_system.name)
         test = self.display_name.split(' ')[0]
         found = {}
