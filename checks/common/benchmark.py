@@ -22,7 +22,9 @@ What each plugin adds, stage by stage, in the order ReFrame runs it
   variables; FansOut makes them one per node or pair, last.
 - performance: ReFrame compares each value with its thresholds.
 - after performance: SiteBaselineVerdicts (site_baseline_verdicts.py)
-  fails the test outside the site's baseline.
+  asks the one judge (config/results/rows/judge.py) for the verdict of
+  every value (the site baseline beside the published reference) and
+  fails the test where it says fail.
 
 The test then lists what it measured (:meth:`BenchmarkTest.measurements`,
 measurements.py); config/results/rows/builder.py makes a row of each,
@@ -82,7 +84,7 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
         # site_baseline_verdicts.py asks
         return self.metric_reference_keys, self.metric_devices
 
-    def measurements(self, logged: dict) -> dict:
+    def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
         Measurement (measurements.py), from which its rows are made."""
         return measurements.of_test(self, logged)
