@@ -10,15 +10,15 @@ run. ``clusterproof acceptance`` pins tests to one node or a node pair with
 """
 from __future__ import annotations
 
-
+from .launch import SLURM_SCHEDULERS
 
 NODES_FILE = 'clusterproof_job_nodes.txt'
 
 # What a job script runs to write the nodes it was given, by scheduler
 # (ReFrame's registered name); a scheduler missing here records nothing.
 RECORD_NODES = {
-    'slurm': 'scontrol show hostnames "$SLURM_JOB_NODELIST"',
-    'squeue': 'scontrol show hostnames "$SLURM_JOB_NODELIST"',
+    **{name: 'scontrol show hostnames "$SLURM_JOB_NODELIST"'
+       for name in SLURM_SCHEDULERS},
     'pbs': 'sort -u "$PBS_NODEFILE"',
     'torque': 'sort -u "$PBS_NODEFILE"',
 }

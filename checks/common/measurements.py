@@ -76,19 +76,20 @@ def split_group(var: str | None, groups: dict) -> tuple[str | None,
     return var[:-len(suffix)], group
 
 
-def of_test(test, logged: dict) -> dict[str, Measurement]:
+def of_test(test, logged: dict | None = None) -> dict[str, Measurement]:
     """ReFrame's perf variable name -> its Measurement, for every value of
     *test* (a batch job's nodes or pairs without a value included), and its
-    health samples' rows. *logged* is ReFrame's perf record of the test
-    (check_perf_var and its columns): a test that evaluated no value lists
-    that record's variable alone."""
+    health samples' rows. *logged*: ReFrame's perf record of the test
+    (check_perf_var and its columns), where a test that evaluated no value
+    lists that record's variable alone; None in the performance stage."""
     facts = _facts(test)
     values = {var.split(':')[-1]: (tuple(info), None) for var, info
               in (getattr(test, 'perfvalues', None) or {}).items()}
     unmeasured = _unmeasured_groups(test)
-    var = logged.get('check_perf_var')
-    logged_nodes = tuple(logged.get('check_job_nodelist') or ())
-    if (var is None or not values) and not unmeasured:
+    var = (logged or {}).get('check_perf_var')
+    logged_nodes = tuple((logged or {}).get('check_job_nodelist') or ())
+    if logged is not None and (var is None or not values) and \
+            not unmeasured:
         own = tuple(logged.get(f'check_perf_{name}') for name in (
             'value', 'ref', 'lower_thres', 'upper_thres', 'unit', 'result'))
         return {var: replace(_measurement(facts, var, own, None,
@@ -100,8 +101,8 @@ def of_test(test, logged: dict) -> dict[str, Measurement]:
                    in unmeasured.items()})
     found = {var: _measurement(facts, var, own, outcome, logged_nodes)
              for var, (own, outcome) in values.items()}
-    found.update(_health_samples(facts, logged.get('check_perf_result'),
-                                 logged_nodes))
+    found.update(_health_samples(facts, (logged or {}).get(
+        'check_perf_result'), logged_nodes))
     return found
 
 

@@ -27,7 +27,7 @@ import reframe.utility.typecheck as typ
 
 from ..common import measurements
 from ..common.node_probe import NodeProbe
-from ..common.tools import ExternalTool
+from ..common.external_tool import ExternalTool
 from ..health import assessment, gpu_node, rules
 from ..parsers import dcgmi, nvidia_smi
 
@@ -74,7 +74,7 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, NodeProbe):
         self.num_gpus_per_node = self.current_partition.extras.get(
             'gpus_per_node', 0)
 
-    def measurements(self, logged: dict) -> dict:
+    def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
         Measurement (checks/common/measurements.py), one row each."""
         return measurements.of_test(self, logged)

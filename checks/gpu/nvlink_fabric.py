@@ -52,7 +52,7 @@ class NvlinkFabric(rfm.RunOnlyRegressionTest, NodeProbe):
     #: What is wrong with the fabric or IMEX ([] = healthy).
     fabric_problems = variable(typ.List[str], value=[])
 
-    def measurements(self, logged: dict) -> dict:
+    def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
         Measurement (checks/common/measurements.py), one row each."""
         return measurements.of_test(self, logged)

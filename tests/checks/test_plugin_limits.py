@@ -7,8 +7,9 @@ state by name (``getattr``/``hasattr`` with a string, ``vars()``,
 
 The tables hold today's figures as ceilings: a figure may only go down, and
 a fold lowers its ceiling here. The issue's goal is at most GOAL_MRO
-classes and GOAL_HOOKS hooks for every check; the checks past it are listed
-in checks/README.md.
+classes and GOAL_HOOKS hooks for every check (checks/README.md says where
+the checks stand); test_the_checks_within_the_goal_stay_there holds those
+that reach it.
 """
 import ast
 import importlib
@@ -32,8 +33,8 @@ CEILINGS = {
     'cpu.hpcc.HpccTwoNodes': (17, 16),
     'cpu.hpcg.HpcgCheck': (16, 15),
     'cpu.hpcg.HpcgSpackCheck': (18, 17),
-    'cpu.hpl.HplCheck': (16, 17),
-    'cpu.hpl.HplSpackCheck': (18, 19),
+    'cpu.hpl.HplCheck': (16, 16),
+    'cpu.hpl.HplSpackCheck': (18, 18),
     'cpu.stream.StreamBase': (14, 10),
     'cpu.stream.StreamCheck': (15, 12),
     'cpu.stream.StreamMpiCheck': (16, 13),
@@ -49,21 +50,21 @@ CEILINGS = {
     'gpu.gpu_node.GpuNodeCheck': (7, 4),
     'gpu.gpu_node.GpuNvlink': (8, 6),
     'gpu.hbm_bandwidth.GpuMemoryBandwidth': (15, 13),
-    'gpu.nccl.NcclBase': (14, 16),
-    'gpu.nccl.NcclHealthCheckAllReduce': (15, 17),
-    'gpu.nccl.NcclHealthCheckIbLoopback': (16, 17),
-    'gpu.nccl.NcclMultiNode': (15, 16),
-    'gpu.nccl.NcclSingleNode': (15, 16),
+    'gpu.nccl.NcclBase': (14, 13),
+    'gpu.nccl.NcclHealthCheckAllReduce': (15, 14),
+    'gpu.nccl.NcclHealthCheckIbLoopback': (16, 14),
+    'gpu.nccl.NcclMultiNode': (15, 13),
+    'gpu.nccl.NcclSingleNode': (15, 13),
     'gpu.nvlink_fabric.NvlinkFabric': (7, 5),
     'gpu.per_gpu.PerGpuBenchmark': (14, 12),
-    'network.osu.OsuBase': (15, 15),
-    'network.osu.OsuCollective': (16, 17),
-    'network.osu.OsuPointToPoint': (16, 16),
-    'network.osu.OsuPointToPointSpack': (18, 18),
+    'network.osu.OsuBase': (15, 14),
+    'network.osu.OsuCollective': (16, 16),
+    'network.osu.OsuPointToPoint': (16, 15),
+    'network.osu.OsuPointToPointSpack': (18, 17),
     'network.perftest.PerftestBase': (14, 12),
     'network.perftest.PerftestLoopback': (15, 12),
     'network.perftest.PerftestPair': (15, 12),
-    'staging.mpi_stage.MpiStageCheck': (15, 15),
+    'staging.mpi_stage.MpiStageCheck': (15, 14),
     'storage.ior.IorBase': (16, 16),
     'storage.ior.IorCheck': (17, 16),
     'storage.ior.IorSpackCheck': (18, 18),
@@ -77,8 +78,6 @@ STAGE_METHODS = {'setup', 'compile', 'compile_wait', 'run', 'run_wait',
 
 # file (relative to checks/) -> reads of state by name; lower it as they go.
 READS_BY_NAME = {
-    'common/fanned_job.py': 2,
-    'common/site_baseline_verdicts.py': 3,
     'common/sku_references.py': 2,
     'gpu/compute.py': 1,
     'gpu/copy_bandwidth.py': 1,
@@ -125,6 +124,15 @@ def test_the_ceilings_are_todays_figures():
              for name, cls in check_classes().items()
              if figures(cls) != CEILINGS[name]}
     assert not loose, f'(MRO, hooks) now and in CEILINGS: {loose}'
+
+
+def test_the_checks_within_the_goal_stay_there():
+    within = {name for name, cls in check_classes().items()
+              if figures(cls)[0] <= GOAL_MRO
+              and figures(cls)[1] <= GOAL_HOOKS}
+    assert within >= {'gpu.gpu_node.GpuNodeCheck', 'gpu.gpu_node.GpuDiag',
+                      'gpu.gpu_node.GpuDiagDaily', 'gpu.gpu_node.GpuInventory',
+                      'gpu.gpu_node.GpuNvlink', 'gpu.nvlink_fabric.NvlinkFabric'}
 
 
 def test_no_check_overrides_a_pipeline_stage():

@@ -89,7 +89,8 @@ IMDS = ('http://169.254.169.254/metadata/instance/compute/vmSize'
 
 
 def test_azure_job_scripts_ask_imds_with_a_2s_limit(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$',
+                             checks='checks/cpu/stream.py')
     assert f"sh ./clusterproof_node_probe.sh before clusterproof_health " \
         f"/sys " in script and f" '{IMDS}'" in script
     assert ("curl -s -f -m 2 -H 'Metadata: true' --noproxy '*' \"$url\"" in
@@ -97,7 +98,8 @@ def test_azure_job_scripts_ask_imds_with_a_2s_limit(tmp_path):
 
 
 def test_every_node_of_a_slurm_job_asks_for_itself(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$',
+                             checks='checks/cpu/stream.py')
     lines = script.splitlines()
     line = next(line for line in lines if IMDS in line)
     # one srun step with a task on each node; the batch script's node asks

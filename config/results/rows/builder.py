@@ -62,10 +62,6 @@ def row(run: Mapping, measurement, session_id: str) -> dict:
         'check_perf_var': measured.get('metric'),
         'check_perf_value': measured.get('value'),
         'check_perf_unit': measured.get('unit'),
-        'check_perf_ref': measured.get('reference'),
-        'check_perf_lower_thres': measured.get('lower'),
-        'check_perf_upper_thres': measured.get('upper'),
-        'check_perf_result': measured.get('stage_result'),
         'device': measured.get('device'),
         **gpu_columns(measured.get('gpu')),
         'check_perf_peak': measured.get('peak'),
@@ -86,7 +82,6 @@ def row(run: Mapping, measurement, session_id: str) -> dict:
         'vm_sku_observed': measured.get('vm_sku_observed'),
         'nvlink_domain': measured.get('nvlink_domain'),
         'check_params': _check_params(measured),
-        'reference_source': measured.get('reference_source'),
         'reference_key': measured.get('reference_key'),
         'reframe_version': run.get('version'),
     })
@@ -96,9 +91,9 @@ def row(run: Mapping, measurement, session_id: str) -> dict:
     if measured.get('num_tasks'):
         values['check_num_tasks'] = measured['num_tasks']   # a batch step's
     values.update(measured.get('fingerprint') or {})
-    return make_row(judge.judged(values, measured.get('site_baseline'),
-                                 measured.get('health_notes'),
-                                 measured.get('sample')))
+    values.update(judge.measured_verdict(measured, values['check_fail_reason'],
+                                         values['check_job_nodelist']))
+    return make_row(values)
 
 
 def rows(run: Mapping, measurements: Iterable,
