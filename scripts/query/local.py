@@ -258,12 +258,17 @@ def _engine_errors():
         kql = sys.modules.get('duckdb_kql')      # raised only once imported
         if kql is None or not isinstance(err, kql.KqlError):
             raise
-        if isinstance(err, kql.KqlUnsupportedError):
-            raise QueryFailed(
-                f'the local engine (duckdb-kql) cannot run '
-                f'{unsupported(err)}. Rewrite that part, or run it in Log '
-                'Analytics (--workspace).') from None
-        raise QueryFailed(str(err)) from None
+        if not isinstance(err, kql.KqlUnsupportedError):
+            raise QueryFailed(str(err)) from None
+        # the construct in the query's own terms (duckdb-kql's hint names
+        # its own source files: not the reader's business)
+        kind, _, name = str(err.construct).rpartition(':')
+        what = f'the {kind} {name}' if kind else repr(name)
+        where = f' (at {err.span})' if err.span else ''
+        raise QueryFailed(
+            f'the local engine (duckdb-kql) cannot run {what}{where}. '
+            'Rewrite that part, or run it in Log Analytics (--workspace).'
+        ) from None
 
 
 def _more(limit: str) -> str:
@@ -271,10 +276,3 @@ def _more(limit: str) -> str:
     have = memory_bytes(limit)
     return f'{max(2 * have, memory_bytes(DEFAULT_MEMORY)) // 1000 ** 2}MB'
 
-
-def unsupported(err) -> str:
-    """The construct and where it is, in the query's own terms (duckdb-kql's
-    hint names its own source files: not the reader's business)."""
-    kind, _, name = str(err.construct).rpartition(':')
-    what = f'the {kind} {name}' if kind else repr(name)
-    return f'{what} (at {err.span})' if err.span else what

@@ -54,9 +54,8 @@ def memory_bytes(limit: str) -> int:
 
 
 def threads_for(limit: int, cores: int) -> int:
-    """Threads for a memory limit of *limit* bytes: one per THREAD_MEMORY
-    (two at the 640MB default), at least one, at most *cores*. Each thread
-    holds hash tables and sort runs of its own. DuckDB's guide: "Aim for
-    1-4 GB memory per thread", 125 MB at the least
-    (https://duckdb.org/docs/2.0/guides/performance/environment)."""
+    """One thread per THREAD_MEMORY of *limit* bytes (two at 640MB), at
+    least one, at most *cores*: each holds hash tables and sort runs of its
+    own. DuckDB's guide: "Aim for 1-4 GB memory per thread", 125 MB at the
+    least (https://duckdb.org/docs/2.0/guides/performance/environment)."""
     return max(1, min(cores, limit // THREAD_MEMORY))
