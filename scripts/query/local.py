@@ -80,7 +80,7 @@ def connect(results_dir: Path | None = None,
     with _engine_errors():
         opened = index.open_index(
             con, results_dir, columns, lambda other: configure(other, folder),
-            memory_bytes(memory_limit()) // 8)
+            memory_bytes(memory_limit(), con) // 8)
         live = _read_live(con, opened.live, columns)
         names = ', '.join(f'"{c["name"]}"' for c in columns)
         rows = index.combined(con, _LIVE if opened.live else None,
@@ -108,7 +108,7 @@ def _read_live(con, files: list[index.Stored],
     con.execute('SET preserve_insertion_order = false')
     try:
         for number, batch in enumerate(batching.runs_under(
-                files, memory_bytes(memory_limit()), lambda f: f.size)):
+                files, memory_bytes(memory_limit(), con), lambda f: f.size)):
             if number:
                 con.execute(f'CHECKPOINT {_LIVE_DB}')
             paths = [f.path for f in batch]
