@@ -139,7 +139,8 @@ def test_retries_judge_the_last_attempt():
 def test_more_bad_nodes_than_max_drain_drains_nothing():
     bad = [verdicts.NodeVerdict(n, 'sb:p', verdicts.BAD, [verdicts.Finding(
         n, 'sb:p', 'StreamCheck', verdicts.FAIL, metric='triad_bw',
-        value=1.0, unit='MB/s', reference=2.0)]) for n in NODES[:2]]
+        value=1.0, unit='MB/s', reference=2.0, confirmations=['fail'])])
+        for n in NODES[:2]]
     drains, notes = session.plan_drains(bad, None, {'sb:p'})
     assert drains == [] and 'nothing drained' in notes[0]
     drains, _ = session.plan_drains(bad, 2, {'sb:p'})
