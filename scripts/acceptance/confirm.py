@@ -63,6 +63,34 @@ def _now_fails(old: verdicts.Finding, new: list[verdicts.Finding],
     return False, verdicts.PASS
 
 
+def _still_failing(old: verdicts.Finding, new: list[verdicts.Finding],
+                   decided: dict[str, judge.Decided], rows: list[dict]
+                   ) -> list[judge.Decided]:
+    """A failure decided after the run (peers, siblings) that failed
+    again: a verdict about the confirmation's own row, held against what
+    the first run held it against (so that the store's latest run of the
+    node says it failed, as acceptance does)."""
+    first = decided.get(old.record_id)
+    if first is None or first.still_fails is None or \
+            first.basis == verdicts.PUBLISHED:
+        return []
+    by_record = {row['record_id']: row for row in rows}
+    found = []
+    for f in new:
+        row = by_record.get(f.record_id)
+        if row is None or f.check != old.check or f.node != old.node or \
+                f.metric != old.metric or f.value is None or \
+                not first.still_fails(f.value):
+            continue
+        unit = f' {f.unit}' if f.unit else ''
+        found.append(judge.Decided(
+            row, first.basis, True,
+            f'measured again alone: {f.value:,.6g}{unit}, still failing '
+            f'against the first run ({first.reason})', first.reference,
+            first.still_fails, verdicts.FAIL))
+    return found
+
+
 def _classes(targets: dict[str, list]) -> list[str]:
     return sorted({verdicts.class_name({'name': f.check})
                    for found in targets.values() for f in found})
@@ -138,8 +166,8 @@ def confirm(attempts: int, findings: list, decided: list, nodes: dict,
             run_phase, measure, say, cost: Cost | None = None) -> list:
     """Run up to *attempts* confirmation sessions; set aside the failures
     that pass (flaky). ``run_phase(phase) -> PhaseResult``;
-    ``measure(results) -> (findings, decided)`` judges a confirmation's
-    rows. Returns the decisions of the confirmation runs (for their verdict
+    ``measure(results) -> (findings, decided, rows)`` judges a
+    confirmation's rows. Returns the decisions of the confirmation runs (for their verdict
     rows); *cost* gathers the node-time it took."""
     by_record = {d.row['record_id']: d for d in decided if d.fail}
     run_phase = timed(run_phase, cost if cost is not None else Cost())
@@ -165,13 +193,14 @@ def confirm(attempts: int, findings: list, decided: list, nodes: dict,
                 results.append(run_phase(phase))
         if not results:
             break
-        new, new_decided = measure(results)
+        new, new_decided, rows = measure(results)
         more += new_decided
         for targets in [*wanted.values(), *pairs.values()]:
             for found in targets.values():
                 for old in found:
                     fails, what = _now_fails(old, new, by_record)
                     old.confirmations.append(what)
+                    more += _still_failing(old, new, by_record, rows)
                     if not fails:
                         old.set_aside = PASSED
                         _set_aside_pair(old, findings)

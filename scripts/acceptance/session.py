@@ -383,7 +383,8 @@ def _measure_again(results: list[PhaseResult], started: float,
     rows = judge.rows_of_run(jobids, started)
     judge.link_rows(findings, rows)
     decided = judge.baseline_judgements(rows, options.baselines)
-    return findings + judge.failing_findings(decided, findings), decided
+    return findings + judge.failing_findings(decided, findings), decided, \
+        rows
 
 
 def run(options: Options, say=print) -> int:

@@ -22,7 +22,9 @@ LATENCY_ONLY = ['--checks', 'checks/network/osu.py', '--exclude',
                 'OsuCollective', '--exclude', 'osu_bw', '--exclude',
                 'osu_bibw', '--exclude', 'Spack', '--exclude', 'cuda']
 ARGS = ['--system', 'sandbox', '--partition', 'hbv4', *LATENCY_ONLY,
-        '--drain', '--dry-run', '--no-repair']
+        '--drain', '--dry-run', '--no-repair',
+        # the batch against the one-by-one rows: no confirmation run beside
+        '--confirm', '0']
 
 
 # --- the rules on their own -------------------------------------------------

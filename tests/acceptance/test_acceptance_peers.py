@@ -48,7 +48,14 @@ def test_a_node_below_its_peers_fails_on_basis_peers(sandbox_env):
     assert {r['check_perf_result'] for r in measured.values()} == \
         {'informational'}
     verdict_rows = [r for r in rows if r['judged_record_id']]
-    assert len(verdict_rows) == 4            # sb-n3's four metrics
+    # sb-n3's four metrics, and again for its confirmation (--confirm 1,
+    # the default): measured again alone, it fails against the same peers
+    assert len(verdict_rows) == 8
+    again = [r for r in verdict_rows if r['check_fail_reason'].startswith(
+        'measured again alone: ')]
+    assert len(again) == 4 and {r['judged_record_id'] for r in again}.isdisjoint(
+        {r['judged_record_id'] for r in verdict_rows if r not in again})
+    assert {f['node'] for f in summary['apart']['confirmed']} == {'sb-n3'}
     for row in verdict_rows:
         judged = measured[row['judged_record_id']]
         assert row['facility'] == 'clusterproof-acceptance'
@@ -61,7 +68,7 @@ def test_a_node_below_its_peers_fails_on_basis_peers(sandbox_env):
         assert row['check_perf_ref'] == next(
             f['reference'] for f in bad['findings']
             if f['metric'] == row['check_perf_var'] and f['basis'] == 'peers')
-    failed = {r['judged_record_id'] for r in verdict_rows}
+    failed = {r['judged_record_id'] for r in verdict_rows if r not in again}
 
     # node_outliers on the same store: the slow node (pins stripped), the
     # same rows as the peer verdicts

@@ -17,7 +17,9 @@ NODES = list(NODES)
 BROKEN = NODES[1]
 ARGS = ['--system', 'sandbox', '--partition', 'hbv4', '--checks',
         'checks/network/perftest.py', '--exclude', 'ib_send', '--drain',
-        '--dry-run', '--no-repair', '--', '-S', 'hcas=mlx5_ib0',
+        '--dry-run', '--no-repair',
+        # the batch against the one-by-one rows: no confirmation run beside
+        '--confirm', '0', '--', '-S', 'hcas=mlx5_ib0',
         '-S', 'pair_timeout=30',
         # ports no other perftest test takes (all sandbox nodes: one host)
         '-S', 'base_port=24515',

@@ -80,11 +80,11 @@ def judged_run(values, confirm_values=None, min_peers=4):
     def measure(results):
         again = [row(pin[0], confirm_values[pin[0]], record=f'{pin[0]}-2')
                  for phase in results for pin in phase.pins]
-        return measured(again), []
+        return measured(again), [], again
 
     if confirm_values is not None:
-        confirm.confirm(1, findings, decided, nodes, run_phase, measure,
-                        lambda line: None, cost)
+        decided += confirm.confirm(1, findings, decided, nodes, run_phase,
+                                   measure, lambda line: None, cost)
     return verdicts.node_verdicts(findings, nodes), decided, findings, \
         phases, cost
 
@@ -116,9 +116,14 @@ def test_a_flag_that_repeats_is_bad_confirmed_and_drained_alone():
     assert lines[0] == ('confirmed (failed again when measured again '
                         'alone): 1 finding(s)')
     assert lines[1].startswith('  sb-n3 StreamCheck triad_bw: peers: 16.')
+    # its verdict rows: the first run's row and the confirmation's fail
     rows = judge.verdict_rows(decided, 's1', findings)
-    assert [(r['check_perf_result'], r['check_job_nodelist']) for r in rows] \
-        == [('fail', ['sb-n3'])]
+    assert [(r['check_perf_result'], r['check_job_nodelist'],
+             r['judged_record_id']) for r in rows] == [
+        ('fail', ['sb-n3'], 'sb-n3-triad_bw'), ('fail', ['sb-n3'], 'sb-n3-2')]
+    assert rows[1]['check_fail_reason'].startswith(
+        'measured again alone: 10,390 MB/s, still failing against the first '
+        "run (16.1% below the 4 peers' median")
 
 
 def test_a_flag_that_does_not_repeat_is_flaky_never_drained():
