@@ -101,11 +101,14 @@ def peer_status(judgement) -> str:
 
 
 def _why_not_judged(judgement) -> str:
-    why = getattr(judgement, 'why', None)
-    if why:
-        return str(why)
-    return (f'{judgement.peers} peer(s), fewer than '
-            f'{judgement.rule.min_peers}')
+    """'not judged by peers: 3 peers, at least 4 needed' (the judgement's
+    own words where it has them)."""
+    why = str(getattr(judgement, 'why', None) or '')
+    if why.startswith('not judged'):
+        return why
+    return 'not judged by peers: ' + (why or (
+        f'{judgement.peers} peers, at least {judgement.rule.min_peers} '
+        'needed'))
 
 
 def peer_judgements(rows: list[dict], rules: peers.Rules) -> list[Decided]:
@@ -114,10 +117,11 @@ def peer_judgements(rows: list[dict], rules: peers.Rules) -> list[Decided]:
     found = []
     for j in peers.judge_rows(
             [r for r in rows if _scope(r) in JUDGED_SCOPES], rules):
+        if not getattr(j, 'primary', True):
+            continue   # a metric recorded only: peers never judge it
         status = peer_status(j)
         if status == NOT_JUDGED_STATUS:
-            found.append(Decided(j.row, PEERS, False,
-                                 f'not judged by peers: {_why_not_judged(j)}',
+            found.append(Decided(j.row, PEERS, False, _why_not_judged(j),
                                  j.median, None, status))
             continue
         fail = status == FAIL
