@@ -4,9 +4,8 @@ What each plugin adds, stage by stage, in the order ReFrame runs it
 (``BenchmarkTest.pipeline_hooks()``):
 
 - after setup: ExternalTool (tools.py) finds the tool or skips the test.
-- before run, in this order: ReportsProgress (progress.py) watches the
-  job; FitsPartition (node_fit.py) skips what no node holds; TimeLimited
-  (time_limit.py) sets the time limit; HealthSampling
+- before run, in this order: JobRequest (job_request.py) watches the
+  job, skips what no node holds and sets the time limit; HealthSampling
   (health_sampling.py), VmSize (vm_size.py) and JobNodes (job_nodes.py)
   each put a line at the front of the job script, so that it starts with
   JobNodes' (record the nodes), then VmSize's (ask each node's VM size),
@@ -38,19 +37,16 @@ from . import launch
 from .fanned_job import FansOut
 from .health_sampling import HealthSampling
 from .job_nodes import JobNodes
-from .node_fit import FitsPartition
-from .progress import ReportsProgress
+from .job_request import JobRequest
 from .site_baseline_judging import SiteBaselines
 from .sku_references import SkuReferences
-from .time_limit import TimeLimited
 from .vm_size import VmSize
 from .tools import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
                     SiteBaselines, ExternalTool, JobNodes, VmSize,
-                    HealthSampling, TimeLimited, FitsPartition,
-                    ReportsProgress):
+                    HealthSampling, JobRequest):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']

@@ -11,7 +11,6 @@ whatever it is given, so it is never skipped there.
 """
 from __future__ import annotations
 
-import reframe as rfm
 
 
 def cpus_per_node_requested(tasks_per_node: int | None,
@@ -50,19 +49,3 @@ def declared_node_cpus(partition) -> tuple[int | None, str]:
         return cores, "extras['cores_per_node']"
     return None, ''
 
-
-class FitsPartition(rfm.RegressionTestPlugin):
-    #: What to do instead when the request does not fit (the skip says it).
-    oversized_hint = variable(str, value='')
-
-    @run_before('run')
-    def _skip_what_no_node_holds(self):
-        partition = self.current_partition
-        if partition.scheduler.registered_name == 'local':
-            return
-        node_cpus, source = declared_node_cpus(partition)
-        reason = unsatisfiable_reason(
-            self.name, partition.fullname, node_cpus, source,
-            self.num_tasks_per_node, self.num_cpus_per_task,
-            self.oversized_hint)
-        self.skip_if(reason is not None, reason)

@@ -14,7 +14,6 @@ import os
 import threading
 import time
 
-import reframe as rfm
 from reframe.core.logging import getlogger
 
 INTERVAL_VARIABLE = 'CLUSTERPROOF_PROGRESS_S'
@@ -99,11 +98,3 @@ class _Watch:
 
 WATCH = _Watch()
 
-
-class ReportsProgress(rfm.RegressionTestPlugin):
-    # Before the submission: ReFrame runs post-run hooks once the job ended.
-    @run_before('run')
-    def _watch_the_job(self):
-        if self.job is not None:
-            WATCH.add(f'{self.name} on {self.current_partition.fullname}',
-                      self.job)

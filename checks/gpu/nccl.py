@@ -29,7 +29,12 @@ azurehpc-health-checks' customTests/azure_nccl_allreduce.nhc does: one
 message size, NCCL_TOPO_FILE set empty, data checked (-c 1), the script's
 own environment (extras['nccl_env_azhc']) and no GPU order, judged on its
 "# Avg bus bandwidth". A sweep is shown beside those floors, unjudged: its
-key differs in the smallest size and the topology file.
+key differs in the smallest size and the topology file. On ND A100 v4,
+NcclHealthCheckIbLoopback runs the health checks' second NCCL test
+(customTests/azure_nccl_allreduce_ib_loopback.nhc): the same one-size
+all_reduce on one VM with shared memory and GPU peer-to-peer off, so that
+all traffic goes through the VM's own InfiniBand HCAs (fabric 'ib', one
+node), judged by the conf's 18 GB/s floor (nccl.yaml, azhc_ib_loopback).
 
 The GPU order (extras['gpu_binding']) is set inside the job step, on the
 command line (``env CUDA_VISIBLE_DEVICES=... all_reduce_perf ...``): srun
@@ -177,10 +182,13 @@ class NcclBase(BenchmarkTest):
         fabric = self.expected_fabric()
         return 'unproven' if fabric == UNCHECKED else fabric
 
+    def allowed_fabrics(self) -> tuple[str, ...]:
+        return ('nvlink',) if not self.multinode else FABRICS[1:]
+
     @run_after('setup')
     def set_fabric(self):
         fabric = self.expected_fabric()
-        allowed = ('nvlink',) if not self.multinode else FABRICS[1:]
+        allowed = self.allowed_fabrics()
         if fabric not in allowed + (UNCHECKED,):
             raise ValueError(f'fabric={fabric!r}: expected one of '
                              f'{", ".join(allowed + (UNCHECKED,))}')
@@ -269,8 +277,12 @@ class NcclHealthCheckAllReduce(NcclBase):
     fans_out = True
     collective = parameter(['all_reduce'])
 
-    #: The reference entry whose method this check follows.
+    #: The reference entry whose method and floor this check follows.
     HEALTH_CHECK_ENTRY = 'azhc'
+    #: The script's -x variables beside extras['nccl_env_azhc'].
+    HEALTH_CHECK_ENV = {'NCCL_TOPO_FILE': ''}
+    #: Skip where the entry is missing (the health checks do not run it).
+    ONLY_WITH_FLOOR = False
 
     def recipe_env(self) -> dict:
         return self.partition_extra('nccl_env_azhc', {})
@@ -282,11 +294,55 @@ class NcclHealthCheckAllReduce(NcclBase):
     def follow_the_health_checks(self):
         entry = references.entries(self.reference_family, self.vm_sku()).get(
             self.HEALTH_CHECK_ENTRY) or {}
+        self.skip_if(self.ONLY_WITH_FLOOR and not entry,
+                     f'{self.vm_sku()}: azurehpc-health-checks run the NCCL '
+                     'IB loopback test on ND A100 v4 only (no '
+                     f'{self.HEALTH_CHECK_ENTRY} floor in '
+                     'checks/references/nccl.yaml)')
         size = (entry.get('method') or {}).get('size') or self.max_bytes
         self.min_bytes = self.max_bytes = size
         self.step_factor = 2
         self.extra_options = [*self.extra_options, '-c', '1']
-        self.env_vars.setdefault('NCCL_TOPO_FILE', '')
+        for name, value in self.HEALTH_CHECK_ENV.items():
+            self.env_vars.setdefault(name, value)
+
+
+@rfm.simple_test
+class NcclHealthCheckIbLoopback(NcclHealthCheckAllReduce):
+    """customTests/azure_nccl_allreduce_ib_loopback.nhc, which the ND A100
+    v4 confs run (`check_nccl_allreduce_ib_loopback 18.0 1 <8G|16G>
+    <ndv4-topo.xml>`): the same all_reduce with NCCL's shared-memory and
+    GPU peer-to-peer transports off and GPUDirect RDMA at any distance, so
+    that every GPU's data leaves through its InfiniBand HCA and comes back
+    on the same VM. Unlike azure_nccl_allreduce.nhc this script does use
+    the conf's topology file: the image's ndv4-topo.xml, chosen here from
+    extras['nccl_topo_files'] as the sweep does (the key's topo_file
+    'image'). NCCL's log must show every channel over InfiniBand with
+    GPUDirect RDMA and none inside the VM (fabric 'ib' on one VM). Skips on
+    SKUs without the health checks' floor (checks/references/nccl.yaml,
+    azhc_ib_loopback): they run it on ND A100 v4 only."""
+    descr = ('nccl-tests all_reduce on one VM through its InfiniBand HCAs, '
+             'as azurehpc-health-checks runs it on ND A100 v4')
+
+    HEALTH_CHECK_ENTRY = 'azhc_ib_loopback'
+    HEALTH_CHECK_ENV = {'NCCL_NET_GDR_LEVEL': '5', 'NCCL_SHM_DISABLE': '1',
+                        'NCCL_P2P_DISABLE': '1'}
+    ONLY_WITH_FLOOR = True
+
+    def expected_fabric(self) -> str:
+        return self.fabric or 'ib'
+
+    def allowed_fabrics(self) -> tuple[str, ...]:
+        return ('ib',)
+
+    def topo_file_label(self) -> str:
+        """'image' for any of the image's files the job found (the key
+        the health checks' entry has), else as NcclBase reads it."""
+        if (self.nccl_topo_file_recorded and self.nccl_topo_file in
+                self.partition_extra('nccl_topo_files', [])
+                and 'NCCL_TOPO_FILE' not in self.env_vars):
+            return 'image'
+        return super().topo_file_label()
 
 
 @rfm.simple_test

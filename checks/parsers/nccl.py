@@ -217,6 +217,8 @@ def parse(text: str, expected_ranks: int | None = None,
     details['fabric'] = measured_fabric(summary, multinode)
     if fabric:
         problem = transport_problem(summary, multinode, fabric)
+        if fabric == 'ib' and details.get('nodes') == 1 and not problem:
+            problem = loopback_problem(summary)
         if problem:
             return failure(TOOL, problem, details=details)
 
@@ -328,6 +330,17 @@ def measured_fabric(summary: dict, multinode: bool) -> str | None:
         return 'ib'
     if not net and summary['mnnvl']:
         return 'mnnvl'
+    return None
+
+
+def loopback_problem(summary: dict) -> str | None:
+    """Why an InfiniBand run on one VM (the health checks' IB loopback,
+    shared memory and P2P off) did not go through the VM's HCAs only, or
+    None: a channel inside the VM (P2P, SHM) is not the test."""
+    inside = _describe(summary['channels'], lambda k: not _is_net(k))
+    if inside:
+        return ('an InfiniBand loopback run on one VM also moved data '
+                f'inside the VM, not through its HCAs: {inside}')
     return None
 
 

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 
 NODE_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck', 'HplSpackCheck',
                'HpcgCheck', 'HpcgSpackCheck', 'HpccNode', 'NcclSingleNode',
-               'PerftestLoopback', 'NvlinkFabric', 'GpuCopyBandwidth',
-               'GpuMemoryBandwidth', 'GpuComputeQuick', 'GpuComputeBurn',
-               'GpuInventory', 'GpuNvlink', 'GpuDiag', 'GpuDiagDaily')
+               'NcclHealthCheckAllReduce', 'PerftestLoopback', 'NvlinkFabric',
+               'GpuCopyBandwidth', 'GpuMemoryBandwidth', 'GpuComputeQuick',
+               'GpuComputeBurn', 'GpuInventory', 'GpuNvlink', 'GpuDiag',
+               'GpuDiagDaily')
 PAIR_CHECKS = ('OsuPointToPoint', 'OsuPointToPointSpack', 'PerftestPair',
                'HpccTwoNodes')
 SET_CHECKS = ('OsuCollective', 'NcclMultiNode')
@@ -45,15 +46,16 @@ DOMAIN_CHECKS = ('GpuFabricBandwidth',)
 #: node per job: they read nvidia-smi in their own hooks.
 FANOUT_CHECKS = ('StreamCheck', 'StreamSpackCheck', 'HplCheck',
                  'HplSpackCheck', 'HpcgCheck', 'HpcgSpackCheck', 'HpccNode',
-                 'NcclSingleNode', 'PerftestLoopback')
+                 'NcclSingleNode', 'NcclHealthCheckAllReduce',
+                 'PerftestLoopback')
 SINGLE_NODE_CHECKS = tuple(c for c in NODE_CHECKS if c not in FANOUT_CHECKS)
 #: Checks whose valid_systems is ['+gpu'] (checks/gpu/nccl.py NcclBase,
 #: checks/gpu/nvlink_fabric.py): ReFrame makes no test case of them on a
 #: partition without the 'gpu' feature.
-GPU_CHECKS = ('NcclSingleNode', 'NcclMultiNode', 'NvlinkFabric',
-              'GpuCopyBandwidth', 'GpuMemoryBandwidth', 'GpuComputeQuick',
-              'GpuComputeBurn', 'GpuInventory', 'GpuNvlink', 'GpuDiag',
-              'GpuDiagDaily')
+GPU_CHECKS = ('NcclSingleNode', 'NcclHealthCheckAllReduce', 'NcclMultiNode',
+              'NvlinkFabric', 'GpuCopyBandwidth', 'GpuMemoryBandwidth',
+              'GpuComputeQuick', 'GpuComputeBurn', 'GpuInventory', 'GpuNvlink',
+              'GpuDiag', 'GpuDiagDaily')
 #: Skips itself on every node of a partition whose extras do not say
 #: multi-node NVLink (checks/gpu/nvlink_fabric.py only_on_nvlink_racks).
 NVLINK_CHECK = 'NvlinkFabric'

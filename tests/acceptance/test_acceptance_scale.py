@@ -91,11 +91,12 @@ def test_node_checks_that_cannot_run_on_a_partition_are_not_planned():
     per_gpu = ('GpuCopyBandwidth', 'GpuMemoryBandwidth', 'GpuComputeQuick',
                'GpuComputeBurn', 'GpuInventory', 'GpuNvlink', 'GpuDiag',
                'GpuDiagDaily')
-    assert left_out('hbv4') == ('NcclSingleNode', 'NvlinkFabric', *per_gpu)
+    nccl = ('NcclSingleNode', 'NcclHealthCheckAllReduce')
+    assert left_out('hbv4') == (*nccl, 'NvlinkFabric', *per_gpu)
     assert left_out('ndv5') == ('NvlinkFabric',)
     assert left_out('ndgb200v6') == ()
     assert {plan.left_out(p) for p in sandbox.system['partitions']} == {
-        ('NcclSingleNode', 'NvlinkFabric', *per_gpu)}
+        (*nccl, 'NvlinkFabric', *per_gpu)}
     nodes = [f'nd-{i:04d}' for i in range(1, 1201)]
     planned = plan.phases('azure', 'ndv5', nodes)
     alone = [p for p in planned if p.tag == 'one']
@@ -109,7 +110,8 @@ def test_node_checks_that_cannot_run_on_a_partition_are_not_planned():
     assert [p.label for p in hbv4] == [p.label.replace('ndv5', 'hbv4')
                                        for p in planned if p.tag != 'one']
     assert 'NcclSingleNode' not in hbv4[0].names
-    assert set(hbv4[0].names) == set(plan.FANOUT_CHECKS) - {'NcclSingleNode'}
+    assert set(hbv4[0].names) == set(plan.FANOUT_CHECKS) - {
+        'NcclSingleNode', 'NcclHealthCheckAllReduce'}
     # one job per node, every node check in one session: those left out
     # are not asked for
     [one] = plan.phases('azure', 'ndv5', nodes[:3], node_batch=1,

@@ -85,6 +85,100 @@ def test_nccl_the_health_checks_method_on_ndv5(ndv5):
     assert 'CUDA_VISIBLE_DEVICES' not in script
 
 
+@pytest.fixture(scope='module')
+def ndv4_health_checks(tmp_path_factory):
+    return dry_run(tmp_path_factory.mktemp('ndv4'), 'azure:ndv4', '-n',
+                   'NcclHealthCheck|NcclSingleNode%collective=all_reduce')
+
+
+def test_nccl_the_health_checks_method_on_nd_a100(ndv4_health_checks):
+    # azurehpc-health-checks 0e0a1ac, conf/nd96amsr_a100_v4.conf line 57:
+    # check_nccl_allreduce 228.0 1 16G (the ndv4 partition is the 80 GB
+    # size; nd96asr_v4.conf line 57 says 8G), run by
+    # customTests/azure_nccl_allreduce.nhc with -x NCCL_TOPO_FILE=
+    stages, stdout = ndv4_health_checks
+    script = job_script(stages, 'NcclHealthCheckAllReduce',
+                        '%collective=all_reduce')
+    lines = script.splitlines()
+    assert 'export NCCL_TOPO_FILE=' in lines
+    assert 'clusterproof_nccl_topo_file.txt' not in script
+    # the health checks give no GPU order; the ND A100 sweep has one
+    assert srun_line(script).endswith(
+        'ldoms all_reduce_perf -b 16G -e 16G -f 2 -g 1 -c 1')
+    assert 'CUDA_VISIBLE_DEVICES' not in script
+    assert 'NCCL_IGNORE_CPU_AFFINITY' not in script   # the image's tuning
+    blocks = [b for b in stdout.split('[ ') if b.lstrip().startswith('OK')]
+    judged = next(b for b in blocks if 'NcclHealthCheckAllReduce' in b)
+    assert 'avg_busbw: None GB/s (r:228.0, l:0.0, u:None)' in judged
+    sweep = next(b for b in blocks if 'NcclSingleNode' in b)
+    assert 'avg_busbw: None GB/s (r:228.0, l:None, u:None)' in sweep
+    assert 'NCCL_TOPO_FILE="$f"' in job_script(stages, 'NcclSingleNode',
+                                              '%collective=all_reduce')
+    a40 = references.entries('nccl', 'Standard_ND96asr_v4')['azhc']
+    assert (a40['method']['size'], a40['avg_busbw']['value']) == ('8G',
+                                                                  228.0)
+
+
+def test_nccl_ib_loopback_as_the_health_checks_run_it(ndv4_health_checks):
+    # conf/nd96amsr_a100_v4.conf line 66: check_nccl_allreduce_ib_loopback
+    # 18.0 1 16G $AZ_NHC_ROOT/topofiles/ndv4-topo.xml, run by
+    # customTests/azure_nccl_allreduce_ib_loopback.nhc: -x
+    # NCCL_NET_GDR_LEVEL=5 -x NCCL_TOPO_FILE=$TOPOFILE -x
+    # NCCL_SHM_DISABLE=1 -x NCCL_P2P_DISABLE=1, -b S -f 2 -g 1 -e S -c 1
+    stages, stdout = ndv4_health_checks
+    script = job_script(stages, 'NcclHealthCheckIbLoopback',
+                        '%collective=all_reduce')
+    lines = script.splitlines()
+    for line in ('export NCCL_NET_GDR_LEVEL=5', 'export NCCL_SHM_DISABLE=1',
+                 'export NCCL_P2P_DISABLE=1', 'export UCX_TLS=tcp',
+                 'export CUDA_DEVICE_ORDER=PCI_BUS_ID',
+                 '#SBATCH --ntasks=8'):
+        assert line in lines, line
+    # the conf's topology file: the image's, which this script does use
+    assert ('for f in /opt/microsoft/ndv4/topo.xml '
+            '/opt/microsoft/ndv4-topo.xml; do') in script
+    assert 'export NCCL_TOPO_FILE=' not in lines
+    assert srun_line(script).endswith(
+        'ldoms all_reduce_perf -b 16G -e 16G -f 2 -g 1 -c 1')
+    assert 'CUDA_VISIBLE_DEVICES' not in script
+    block = stdout.split('NcclHealthCheckIbLoopback %collective=all_reduce'
+                         )[-1].split('[ ')[0]
+    assert 'avg_busbw: None GB/s (r:18.0, l:0.0, u:None)' in block
+    # through the HCAs on one VM: no NVLink run or sweep meets this floor
+    assert '(r:18.0' not in stdout.split('NcclHealthCheckIbLoopback')[0]
+    a100 = 'Standard_ND96amsr_A100_v4'
+    method = {'collective': 'all_reduce', 'size': '16G', 'min_size': '16G',
+              'topo_file': 'image', 'algo': 'default'}
+    assert references.find('nccl', 'avg_busbw', a100, method, 1,
+                           'ib').reference.value == 18.0
+    assert references.find('nccl', 'avg_busbw', a100, method, 1,
+                           'nvlink').label == 'azhc'
+    a40 = references.entries('nccl', 'Standard_ND96asr_v4')[
+        'azhc_ib_loopback']
+    assert (a40['method']['size'], a40['avg_busbw']['value']) == ('8G', 18.0)
+
+
+def test_nccl_ib_loopback_only_where_the_health_checks_run_it(ndv5):
+    _, stdout = ndv5
+    assert re.search(r'\[\s*SKIP\s*\] \(\s*\d+/\d+\) NcclHealthCheckIbLoopback '
+                     r'.*: azurehpc-health-checks run the NCCL IB loopback '
+                     r'test on ND A100 v4 only', stdout), stdout
+
+
+def test_nd_h100_without_infiniband_has_the_health_checks_floors():
+    # conf/nd96is_h100_v5.conf: line 29 check_gpu_bw 48 335, line 32
+    # check_nccl_allreduce 460.0 1 16G; boost_gpu_clock (azure_common.nhc)
+    # locks clocks on nd96isr_h100_v5 only
+    sku = 'Standard_ND96is_H100_v5'
+    nccl = references.entries('nccl', sku)['azhc']
+    assert (nccl['method']['size'], nccl['avg_busbw']['value']) == ('16G',
+                                                                    460.0)
+    copy = references.entries('nvbandwidth', sku)['azhc']
+    assert copy['method']['locked_clock_mhz'] == 'none'
+    assert (copy['h2d_bw']['value'], copy['d2h_bw']['value'],
+            copy['p2p_read_bw']['value']) == (48.0, 48.0, 335.0)
+
+
 def test_nccl_every_collective_both_layouts(ndv5):
     stages, _ = ndv5
     for name in ('NcclSingleNode', 'NcclMultiNode'):

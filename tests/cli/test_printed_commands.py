@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from scripts.cli import sandbox
-from tests.support.helpers import REPO, suite_env
+from tests.support.helpers import REPO, stored_rows, suite_env
 from tests.support.readmes import block_after, command_lines, readme_paths
 
 README = REPO / 'README.md'
@@ -145,6 +145,30 @@ def test_the_quick_start_first_command(quick_start):
     assert '\x1b[' not in output     # no colour codes outside a terminal
     # ReFrame's built-in first log file is not left in TMPDIR
     assert not list((quick_start.home / 'tmp').glob('rfm-*.log'))
+
+
+def test_the_quick_starts_hpcc_is_a_marked_smoke_run(quick_start):
+    # The embedded default stays quick: on the local system HPCC (Debian's,
+    # for real) runs a smoke size, says so, and its rows are marked and
+    # carry no verdict.
+    output = quick_start.result.stdout + quick_start.result.stderr
+    assert 'HpccNode: smoke size on local:default' in output
+    rows = [row for row in stored_rows(quick_start.home / '.clusterproof')
+            if row['check_name'] == 'HpccNode']
+    assert rows
+    for row in rows:
+        assert row['check_params']['size_profile'] == 'smoke'
+        assert row['check_params']['problem_size'] == 2000
+        assert row['check_params']['no_verdict_reasons'] == ['smoke size']
+        assert row['check_perf_result'] in ('no_reference', 'informational')
+    # a real measurement, and a real time limit on the local job too
+    triad = next(row for row in rows
+                 if row['check_perf_var'] == 'StarSTREAM_Triad')
+    assert triad['check_perf_value'] > 0
+    [script] = (quick_start.home / '.clusterproof' / 'runs').rglob(
+        'HpccNode/rfm_job.sh')
+    text = script.read_text()
+    assert 'mpirun' in text and '--bind-to core' in text
 
 
 def test_the_query_examples(quick_start):

@@ -117,6 +117,32 @@ def test_parse_judges_the_fabric_only_when_asked():
     assert wrong.details['rows'][-1]['oop_busbw'] == 164.97
 
 
+ONE_VM = DATA / 'nccl-tests' / 'all_reduce_h100-1node-8gpu-g8-single-process.out'
+
+
+def test_ib_loopback_on_one_vm_goes_through_the_hcas_only():
+    # The health checks' IB loopback (NcclHealthCheckIbLoopback): one VM,
+    # fabric 'ib'. No real one-VM loopback log is public: the test puts the
+    # real IB log's lines before a real one-VM table (no INFO lines, 8 ranks
+    # on one host), with and without its 25 P2P/IPC channels.
+    log = (INFO / IB_GDR).read_text()
+    table = ONE_VM.read_text()
+    mixed = nccl.parse(log + table, fabric='ib')
+    assert not mixed.ok
+    assert mixed.reason == ('an InfiniBand loopback run on one VM also moved '
+                            'data inside the VM, not through its HCAs: '
+                            '25 x P2P/IPC')
+    hcas_only = '\n'.join(line for line in log.splitlines()
+                          if 'via P2P' not in line)
+    loopback = nccl.parse(hcas_only + '\n' + table, fabric='ib')
+    assert loopback.ok, loopback.reason
+    assert loopback.details['fabric'] == 'ib'
+    assert loopback.details['transport']['channels'] == {'NET/IB/GDRDMA': 30}
+    # across VMs the same P2P channels inside each VM are expected
+    assert nccl.parse(log + GB10.read_text(), expected_ranks=2,
+                      fabric='ib').ok
+
+
 def test_parse_with_socket_log_before_the_table():
     text = (INFO / SOCKET).read_text() + GB10.read_text()
     result = nccl.parse(text, expected_ranks=2, fabric='ib')

@@ -1,0 +1,178 @@
+"""How much a reader has to count to follow a check (issue 36, "Done when"):
+for every check class, the classes in its MRO and the hooks ReFrame runs
+(``pipeline_hooks()``, ReFrame's own count); the size of every module of
+``checks/common``; no pipeline stage method overridden; no plugin reading
+state by name (``getattr``/``hasattr`` with a string, ``vars()``,
+``__dict__``).
+
+The tables hold today's figures as ceilings: a figure may only go down, and
+a fold lowers its ceiling here. The issue's goal is at most GOAL_MRO
+classes and GOAL_HOOKS hooks for every check; the checks past it are listed
+in checks/README.md.
+"""
+import ast
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+from reframe.core.pipeline import RegressionTest
+
+from tests.support.helpers import REPO
+
+GOAL_MRO = 12
+GOAL_HOOKS = 10
+MODULE_LINES = 250
+AREAS = ('cpu', 'gpu', 'network', 'staging', 'storage')
+
+# class -> (classes in its MRO, hooks), at most; lower them as plugins fold.
+CEILINGS = {
+    'cpu.hpcc.HpccBase': (18, 20),
+    'cpu.hpcc.HpccNode': (19, 20),
+    'cpu.hpcc.HpccTwoNodes': (19, 21),
+    'cpu.hpcg.HpcgCheck': (18, 20),
+    'cpu.hpcg.HpcgSpackCheck': (20, 22),
+    'cpu.hpl.HplCheck': (18, 22),
+    'cpu.hpl.HplSpackCheck': (20, 24),
+    'cpu.stream.StreamBase': (16, 15),
+    'cpu.stream.StreamCheck': (17, 17),
+    'cpu.stream.StreamMpiCheck': (18, 18),
+    'cpu.stream.StreamSpackCheck': (19, 19),
+    'gpu.compute.GpuComputeBase': (17, 19),
+    'gpu.compute.GpuComputeBurn': (18, 19),
+    'gpu.compute.GpuComputeQuick': (18, 19),
+    'gpu.copy_bandwidth.GpuCopyBandwidth': (17, 20),
+    'gpu.fabric_bandwidth.GpuFabricBandwidth': (17, 19),
+    'gpu.gpu_node.GpuDiag': (11, 11),
+    'gpu.gpu_node.GpuDiagDaily': (12, 11),
+    'gpu.gpu_node.GpuInventory': (10, 10),
+    'gpu.gpu_node.GpuNodeCheck': (9, 8),
+    'gpu.gpu_node.GpuNvlink': (10, 10),
+    'gpu.hbm_bandwidth.GpuMemoryBandwidth': (17, 18),
+    'gpu.nccl.NcclBase': (16, 21),
+    'gpu.nccl.NcclHealthCheckAllReduce': (17, 22),
+    'gpu.nccl.NcclHealthCheckIbLoopback': (18, 22),
+    'gpu.nccl.NcclMultiNode': (17, 21),
+    'gpu.nccl.NcclSingleNode': (17, 21),
+    'gpu.nvlink_fabric.NvlinkFabric': (8, 7),
+    'gpu.per_gpu.PerGpuBenchmark': (16, 17),
+    'network.osu.OsuBase': (17, 20),
+    'network.osu.OsuCollective': (18, 22),
+    'network.osu.OsuPointToPoint': (18, 21),
+    'network.osu.OsuPointToPointSpack': (20, 23),
+    'network.perftest.PerftestBase': (16, 17),
+    'network.perftest.PerftestLoopback': (17, 17),
+    'network.perftest.PerftestPair': (17, 17),
+    'staging.mpi_stage.MpiStageCheck': (17, 20),
+    'storage.ior.IorBase': (18, 21),
+    'storage.ior.IorCheck': (19, 21),
+    'storage.ior.IorSpackCheck': (20, 23),
+}
+
+# ReFrame's pipeline stages: a check adds hooks to them, never replaces them
+# (an override would hide work from a reader of pipeline_hooks()).
+STAGE_METHODS = {'setup', 'compile', 'compile_wait', 'run', 'run_wait',
+                 'sanity', 'check_sanity', 'performance',
+                 'check_performance', 'cleanup'}
+
+# file (relative to checks/) -> reads of state by name; lower it as they go.
+READS_BY_NAME = {
+    'common/fanned_job.py': 2,
+    'common/site_baseline_judging.py': 3,
+    'common/sku_references.py': 2,
+    'gpu/compute.py': 1,
+    'gpu/copy_bandwidth.py': 1,
+    'gpu/fabric_bandwidth.py': 1,
+    'gpu/hbm_bandwidth.py': 1,
+    'network/perftest.py': 1,
+}
+
+
+def check_classes() -> dict[str, type]:
+    found = {}
+    for area in AREAS:
+        package = importlib.import_module(f'checks.{area}')
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f'checks.{area}.{info.name}')
+            for name, value in vars(module).items():
+                if (inspect.isclass(value)
+                        and issubclass(value, RegressionTest)
+                        and value.__module__ == module.__name__):
+                    found[f'{area}.{info.name}.{name}'] = value
+    return found
+
+
+def figures(cls: type) -> tuple[int, int]:
+    hooks = sum(len(fns) for fns in cls.pipeline_hooks().values())
+    return len(cls.__mro__), hooks
+
+
+def test_every_check_is_within_its_ceiling():
+    classes = check_classes()
+    assert set(classes) == set(CEILINGS), \
+        'a check class came or went: give it its figures here'
+    over = {name: (figures(cls), CEILINGS[name])
+            for name, cls in classes.items()
+            if any(now > most for now, most
+                   in zip(figures(cls), CEILINGS[name]))}
+    assert not over, f'(MRO, hooks) now and at most: {over}'
+
+
+def test_the_ceilings_are_todays_figures():
+    """A fold that lowers a check's figures lowers its ceiling too, so that
+    what was gained cannot come back unnoticed."""
+    loose = {name: (figures(cls), CEILINGS[name])
+             for name, cls in check_classes().items()
+             if figures(cls) != CEILINGS[name]}
+    assert not loose, f'(MRO, hooks) now and in CEILINGS: {loose}'
+
+
+def test_no_check_overrides_a_pipeline_stage():
+    overridden = {f'{name}.{method}'
+                  for name, cls in check_classes().items()
+                  for klass in cls.__mro__
+                  if klass.__module__.startswith('checks.')
+                  for method in STAGE_METHODS & set(vars(klass))}
+    assert not overridden
+
+
+def test_no_module_of_checks_common_is_over_the_limit():
+    sizes = {path.name: len(path.read_text().splitlines())
+             for path in (REPO / 'checks' / 'common').glob('*.py')}
+    assert {name: lines for name, lines in sizes.items()
+            if lines > MODULE_LINES} == {}
+
+
+def reads_by_name(tree: ast.AST) -> int:
+    """getattr/hasattr(self, 'name'...), vars(self) and self.__dict__."""
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            args = node.args
+            if (node.func.id in ('getattr', 'hasattr', 'setattr')
+                    and len(args) >= 2
+                    and isinstance(args[0], ast.Name)
+                    and args[0].id == 'self'):
+                count += 1
+            elif (node.func.id == 'vars' and args
+                  and isinstance(args[0], ast.Name) and args[0].id == 'self'):
+                count += 1
+        elif (isinstance(node, ast.Attribute) and node.attr == '__dict__'
+              and isinstance(node.value, ast.Name)
+              and node.value.id == 'self'):
+            count += 1
+    return count
+
+
+def test_reads_of_state_by_name_only_go_down():
+    """In the modules that hold ReFrame tests or plugins (a plain data
+    class's own ``__dict__`` is not another's state)."""
+    found = {}
+    for path in sorted((REPO / 'checks').rglob('*.py')):
+        text = path.read_text()
+        if 'import reframe' not in text:
+            continue
+        count = reads_by_name(ast.parse(text))
+        if count:
+            found[str(path.relative_to(REPO / 'checks'))] = count
+    assert found == READS_BY_NAME
