@@ -11,6 +11,9 @@ A group is one node (node checks: every node at once) or a pair (pair
 checks: the pin is a path around the ring, ``n1,n2,n3`` = pairs n1-n2 and
 n2-n3). Pairs that share a node cannot run at once: they run in rounds of
 node-disjoint pairs (path_rounds), one round after the other in the job.
+Nodes that share what they measure (the Slurm sandbox's five nodes are
+one host's cores) say so with the partition extra AT_ONCE: node checks
+then run that many nodes at a time (node_rounds).
 
 Only the launcher line changes: the executable and its options stay, and a
 check pinned to one node runs exactly as before. Why: every ReFrame test
@@ -57,6 +60,36 @@ def group_nodes(label: str) -> list[str]:
 def node_dir(label: str) -> str:
     """The directory of one group's step (one node: its name)."""
     return f'{FANOUT_DIR}/{label}'
+
+
+#: Partition extra: at most this many nodes of a node check's batch job
+#: measured at once (default: all). Only for nodes that are not
+#: independent: on a cluster every node has its own cores and memory.
+AT_ONCE = 'nodes_measured_at_once'
+
+
+def node_rounds(labels: list[str], at_once: int | None
+                ) -> list[list[str]] | None:
+    """*labels* (nodes) in rounds of at most *at_once*, one round after
+    the other; None (every node at once) when *at_once* is unset or
+    covers them all."""
+    if not at_once or at_once >= len(labels):
+        return None
+    if at_once < 1:
+        raise ValueError(f'{AT_ONCE} must be 1 or more, got {at_once}')
+    return [labels[start:start + at_once]
+            for start in range(0, len(labels), at_once)]
+
+
+def group_rounds(groups: list[tuple[str, ...]], at_once: int | None
+                 ) -> list[list[str]] | None:
+    """The labels of *groups* (nodes, or the pairs of a path) in rounds,
+    one round after the other; None = every group at once. Pairs: rounds
+    of node-disjoint pairs; nodes: rounds of at most *at_once*."""
+    if groups and len(groups[0]) == 2:
+        return [[group_label(pair) for pair in found]
+                for found in path_rounds(groups)]
+    return node_rounds([group_label(group) for group in groups], at_once)
 
 
 def path_pairs(path: list[str]) -> list[tuple[str, str]]:

@@ -61,10 +61,18 @@ class FansOut(ParsedOutput):
 
     def fan_rounds(self) -> int:
         """How many runs of the check the job makes one after the other:
-        1, or the rounds of node-disjoint pairs of a batch of pairs."""
-        if self.fan_group_size != 2 or not self.fanned_out():
+        1, the rounds of node-disjoint pairs of a batch of pairs, or the
+        rounds of a partition that measures few nodes at once."""
+        if not self.fanned_out():
             return 1
-        return len(fan_out.path_rounds(self.fan_groups()))
+        return len(self.round_labels() or [()])
+
+    def round_labels(self) -> list[list[str]] | None:
+        """The groups' labels in rounds, one round after the other; None =
+        every group at once."""
+        return fan_out.group_rounds(
+            self.fan_groups(),
+            self.current_partition.extras.get(fan_out.AT_ONCE))
 
     def measures_each_node_alone(self) -> bool:   # vm_size.py asks
         return self.fanned_out()
@@ -102,10 +110,7 @@ class FansOut(ParsedOutput):
             self.skip(f'launcher {launcher.registered_name} cannot start '
                       f'one job step per node or pair: run with '
                       f'--node-batch 1')
-        rounds = None
-        if self.fan_group_size == 2:
-            rounds = [[fan_out.group_label(pair) for pair in found]
-                      for found in fan_out.path_rounds(groups)]
+        rounds = self.round_labels()
         command = ' '.join([self.executable, *self.executable_opts])
         keep = tuple(sn.evaluate(name) for name in (self.stdout, self.stderr))
         commands = {label: self.group_command(index, group)

@@ -57,6 +57,12 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
             # Five nodes share this host's cores: a memory-sized HPCC takes
             # longer than its time limit here (-S size_profile=full for it).
             'size_profile': 'smoke',
+            # ... and slow each other unevenly when measured together (five
+            # HPCC runs at once: 3 of 5 healthy nodes below their peers), so
+            # a node check's batch job measures one node after the other
+            # (checks/common/fan_out.py, AT_ONCE). Five one-node jobs
+            # (--node-batch 1, confirmations) may still run together.
+            'nodes_measured_at_once': 1,
             'shared_fs': os.path.join(SANDBOX_DIR, 'shared'),
             'local_nvme': os.path.join(SANDBOX_DIR, 'local'),
             # MpiDefault=pmix already; stated so job scripts match Azure's.

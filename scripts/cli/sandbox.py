@@ -24,7 +24,7 @@ from pathlib import Path
 
 from config.results import settings
 from scripts.cli import repo
-from scripts.cli.sandbox_cgroup import local_cgroup_problem
+from scripts.cli.sandbox_cgroup import CpuCap, local_cgroup_problem
 
 CLUSTER = 'sandbox'
 NODES = ('sb-n1', 'sb-n2', 'sb-n3', 'sb-n4', 'sb-n5')
@@ -187,6 +187,25 @@ def _is_ours(layout, pid, program):
 def running_daemons(directory):
     layout = Layout(directory)
     return {d: pid for d in DAEMONS if (pid := _pid_if_ours(layout, d))}
+
+
+def slurmd_pid(directory, node):
+    """The pid of *node*'s slurmd (from its pid file, checked to be this
+    sandbox's), None when it does not run."""
+    if node not in NODES:
+        raise SandboxError(f'no node {node!r} in the sandbox: {", ".join(NODES)}')
+    return _pid_if_ours(Layout(directory), f'slurmd-{node}')
+
+
+def node_cpu_cap(directory, node, cpus):
+    """A cap of *cpus* CPUs on *node* (its slurmd, so every job step it
+    starts from now on; the other nodes share the host's cores as before):
+    the node made slow for real. Use as a context manager; it is undone on
+    leaving (sandbox_cgroup.CpuCap)."""
+    pid = slurmd_pid(directory, node)
+    if pid is None:
+        raise SandboxError(f'slurmd of {node} does not run in {directory}')
+    return CpuCap([pid], f'clusterproof-sandbox-{node}-{pid}', cpus)
 
 
 def _free_ports(count):
