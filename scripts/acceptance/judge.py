@@ -236,10 +236,20 @@ def verdict_rows(decided: list[Decided], session_id: str,
     would double the store); the site baseline's are on the judged rows
     themselves, written by the ReFrame run (checks/common/
     site_baseline_judging.py). A failure that passed when measured again
-    (*findings*' flaky ones) is written 'flaky', with its first reason."""
+    (*findings*' flaky ones) is written 'flaky', with its first reason; a
+    row no basis could judge (a not-judged finding) 'not_judged', with
+    why."""
     flaky = flaky_records(list(findings))
+    not_judged = {f.record_id for f in findings
+                  if f.verdict == NOT_JUDGED and f.record_id}
     rows = []
     for d in decided:
+        if d.status == NOT_JUDGED_STATUS and d.row['record_id'] in \
+                not_judged:
+            not_judged.discard(d.row['record_id'])   # one row per row
+            rows.append(summary.verdict_row(d.row, session_id, NOT_JUDGED,
+                                            d.basis, d.reason, d.reference))
+            continue
         if not d.fail or d.basis == SITE_BASELINE:
             continue
         if d.row['record_id'] in flaky:

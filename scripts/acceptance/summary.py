@@ -276,8 +276,9 @@ def verdict_row(judged: dict, session_id: str, verdict: str, basis: str,
         'judged_record_id': judged['record_id'],
         'verdict_basis': basis,
         'check_perf_result': verdict,
-        # a flaky failure passed when measured again
-        'check_result': FAIL if verdict == FAIL else PASS,
+        # a flaky failure passed when measured again; not judged is
+        # neither
+        'check_result': {FAIL: FAIL, FLAKY: PASS}.get(verdict),
         'check_fail_reason': reason if verdict != PASS else None,
         'check_perf_ref': reference,
     })

@@ -171,8 +171,8 @@ def test_an_unconfirmed_bad_node_is_shown_apart_and_not_drained():
 
 
 def test_too_few_peers_and_no_reference_is_not_judged():
-    # four nodes: three peers each, fewer than the four the rule needs
-    verdict_list, _, findings, _, _ = judged_run(
+    # --min-peers 5: five nodes are four peers each, one too few
+    verdict_list, decided, findings, _, _ = judged_run(
         [12400.0, 12370.0, 10382.9, 12350.0, 12380.0], min_peers=5)
     assert {v.verdict for v in verdict_list} == {verdicts.NOT_JUDGED}
     counts = summary.node_counts(verdict_list)
@@ -183,6 +183,13 @@ def test_too_few_peers_and_no_reference_is_not_judged():
     lines = summary.apart_lines(verdict_list)
     assert lines[0] == ('not judged (no reference, and peers could not '
                         'say): 5 finding(s)')
+    # acceptance's own rows say so, one per judged row, with why
+    rows = judge.verdict_rows(decided, 's1', findings)
+    assert sorted((r['check_perf_result'], r['check_result'],
+                   r['judged_record_id']) for r in rows) == [
+        ('not_judged', None, f'{n}-triad_bw') for n in NODES]
+    assert all(r['check_fail_reason'].startswith('not judged by peers: 4 '
+                                                 'peers') for r in rows)
     assert 'not judged by peers: ' in lines[1]
     # a published reference judges it: then it is judged, and good
     rows = [row(n, 12400.0) for n in NODES]
