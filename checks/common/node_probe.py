@@ -87,6 +87,11 @@ class NodeProbe(rfm.RegressionTestPlugin):
     node_fingerprints = variable(typ.Dict[str, typ.Dict[str, object]],
                                  value={}, loggable=False)
 
+    #: Node -> {'before': Dump, 'after': Dump, 'kvp': bytes}: the probe's
+    #: files as read once after the run (health_sampling.samples_of), for
+    #: a check that reads more of them (per_gpu.py: the GPUs' names).
+    node_samples = variable(dict, value={}, loggable=False)
+
     def node_facts(self) -> dict:
         """What the probe recorded, for the test's measurements
         (measurements.TestFacts), with the partition's declared SKU."""
@@ -170,6 +175,7 @@ class NodeProbe(rfm.RegressionTestPlugin):
             health_sampling.samples_of(
                 os.path.join(self.stagedir, health_sampling.SAMPLES_DIR)),
             self.job_nodes)
+        self.node_samples = samples
         if self.health_sampling:
             health = health_sampling.assess(
                 samples, self.job_nodes, extras.get('vm_sku'),
