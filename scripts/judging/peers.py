@@ -68,6 +68,28 @@ DEFAULT_TOLERANCE = 0.05
 DEFAULT_Z_LIMIT = 3.5
 DEFAULT_MIN_PEERS = 4
 DEFAULT_MAX_SPREAD = 0.10
+#: a healthy node's chance, per run, to be flagged (and re-measured: the
+#: confirmation), whatever its number of judged values
+DEFAULT_FLAG_ALPHA = 0.05
+#: a group of fewer peers without a site baseline assumes at least
+#: SMALL_GROUP_SPREAD: the MAD of a few values can be far below the true
+#: spread, and a default spread is only a guess (tests/bench/
+#: judging_quality.py: 5 nodes at 5 % CV blamed healthy nodes in over 10 %
+#: of runs on the 1 % default); such a group is judged for gross faults
+SMALL_GROUP_PEERS = 15
+SMALL_GROUP_SPREAD = 0.05
+#: the re-measurement alone must be beyond this robust z (one test:
+#: one-sided 1 %): with a flag chance of 5 % per node, a healthy node ends
+#: bad in about 5 % x 1 % of runs
+CONFIRM_Z = 2.326
+#: the relative standard error of a spread estimated from the MAD of n
+#: values is about 1.17 / sqrt(n) (its efficiency at the normal is 37 %:
+#: Rousseeuw and Croux, JASA 88 (1993) 1273,
+#: https://doi.org/10.1080/01621459.1993.10476408): the peers' own spread
+#: is taken at its upper one-sided 95 % bound, since a flag (and its
+#: confirmation against the same peers) is likelier where it came out low
+MAD_STANDARD_ERROR = 1.17
+SPREAD_BOUND_Z = 1.645
 #: the least spread assumed of any metric, whatever its baseline says
 MIN_SPREAD = 0.005
 #: the least spread assumed of a smoke-size row
@@ -124,6 +146,7 @@ class Rule:
     z_limit: float = DEFAULT_Z_LIMIT
     min_peers: int = DEFAULT_MIN_PEERS
     max_spread: float = DEFAULT_MAX_SPREAD
+    flag_alpha: float = DEFAULT_FLAG_ALPHA
 
     @property
     def node_alpha(self) -> float:
@@ -132,11 +155,14 @@ class Rule:
         return upper_tail(self.z_limit)
 
     def describe(self) -> str:
-        return (f'worse than the peers\' median by more than '
-                f'{100 * self.tolerance:g}% and beyond the robust z limit '
-                f'({self.z_limit:g} for a node judged on one value, higher '
-                f'for more: Sidak; at least {self.min_peers} peers, spread '
-                f'at most {100 * self.max_spread:g}%)')
+        return (f'flagged when worse than the peers\' median by more than '
+                f'{100 * self.tolerance:g}% and beyond the robust z limit of '
+                f'a {100 * self.flag_alpha:g}% chance per node and run '
+                f'(Sidak over its judged values); bad when the re-run is '
+                f'too and both together are beyond the limit of z '
+                f'{self.z_limit:g} per node (Sidak); at least '
+                f'{self.min_peers} peers, spread at most '
+                f'{100 * self.max_spread:g}%')
 
 
 @dataclass(frozen=True)
@@ -168,7 +194,8 @@ class Judgement:
     primary: bool = True  # False: a recorded-only metric
     spread: float | None = None   # relative spread used (1 sd / median)
     spread_source: str = ''
-    z_limit: float | None = None  # the per-value limit (the guard applied)
+    z_limit: float | None = None  # the per-value flag limit (Sidak)
+    confirm_limit: float | None = None   # the limit of the two runs' mean
     judged_values: int = 0        # M: the member's judged values in the run
 
     @property
@@ -183,13 +210,23 @@ class Judgement:
             return None
         return max(self.rule.tolerance, self.z_limit * self.spread)
 
+    @property
+    def confirm_spread(self) -> float | None:
+        """The spread the confirmation uses: the peers' own at its upper
+        bound (MAD_STANDARD_ERROR), or the metric's known spread where
+        that is larger."""
+        if self.spread is None or self.median is None or self.mad is None:
+            return None
+        return self.spread
+
     def still_fails(self, value: float) -> bool:
-        """Whether *value* (the member measured again) fails against the
-        same peers, spread and limit."""
-        return self.status != NOT_JUDGED and self.median is not None and \
-            self.z_limit is not None and _fails(
-                value, self.median, self.spread, self.lower_is_better,
-                self.rule.tolerance, self.z_limit)
+        """Whether *value* (the member measured again, alone) confirms the
+        flag against the same peers: worse than their median by more than
+        the tolerance and beyond CONFIRM_Z on the confirmation's spread."""
+        if self.status != FAIL or self.confirm_spread is None:
+            return False
+        return _fails(value, self.median, self.confirm_spread,
+                      self.lower_is_better, self.rule.tolerance, CONFIRM_Z)
 
     def reason(self, unit: str | None = None) -> str:
         unit = f' {unit}' if unit else ''
@@ -259,6 +296,13 @@ class Decision:
     why: str
     spread: float | None
     z_limit: float | None
+    confirm_limit: float | None = None
+
+
+def uncertainty(peers: int) -> float:
+    """The factor on the peers' own spread: its upper bound at
+    SPREAD_BOUND_Z standard errors (MAD_STANDARD_ERROR / sqrt(peers))."""
+    return 1.0 + SPREAD_BOUND_Z * MAD_STANDARD_ERROR / math.sqrt(peers)
 
 
 def decide(value: float, median: float, mad: float, peers: int, lower: bool,
@@ -271,10 +315,11 @@ def decide(value: float, median: float, mad: float, peers: int, lower: bool,
     if own > rule.max_spread:
         return Decision(NOT_JUDGED, f'not judged by peers: {peers} peers, '
                         f'spread {100 * own:.3g}%', None, None)
-    spread = max(own, floor)
-    z_limit = value_z_limit(rule.node_alpha, judged_values)
+    spread = max(own * uncertainty(peers), floor)
+    z_limit = value_z_limit(rule.flag_alpha, judged_values)
     fail = _fails(value, median, spread, lower, rule.tolerance, z_limit)
-    return Decision(FAIL if fail else PASS, '', spread, z_limit)
+    return Decision(FAIL if fail else PASS, '', spread, z_limit,
+                    value_z_limit(rule.node_alpha, judged_values))
 
 
 def judge_group(values: list[float], lower: bool, rule: Rule,
@@ -348,7 +393,7 @@ def is_smoke(row: dict) -> bool:
     return isinstance(params, dict) and params.get('size_profile') == 'smoke'
 
 
-def spread_floor(row: dict, known: metrics.Primary | None
+def spread_floor(row: dict, known: metrics.Primary | None, peers: int = 0
                  ) -> tuple[float, str]:
     """The healthy spread assumed of *row*'s metric, and where it comes
     from: the site baseline's (written on the row as verdict_spread) or the
@@ -361,6 +406,10 @@ def spread_floor(row: dict, known: metrics.Primary | None
         source = metrics.DEFAULT_SPREAD_SOURCE
     if floor < MIN_SPREAD:
         floor = MIN_SPREAD
+    if source != 'site baseline' and peers < SMALL_GROUP_PEERS and \
+            floor < SMALL_GROUP_SPREAD:
+        floor, source = SMALL_GROUP_SPREAD, (
+            f'{peers} peers and no site baseline')
     if is_smoke(row) and floor < SMOKE_SPREAD:
         floor, source = SMOKE_SPREAD, 'smoke size'
     return floor, source
@@ -412,7 +461,7 @@ def judge_rows(rows, rules: Rules = Rules(),
         peers = len(values) - 1
         for member, value, (median, mad) in zip(names, values, stats):
             row = members[member]
-            floor, source = spread_floor(row, known)
+            floor, source = spread_floor(row, known, peers)
             count = judged_values.get(guard_key(row, member), 0)
             if median is None:
                 decision = Decision(
@@ -437,6 +486,7 @@ def judge_rows(rows, rules: Rules = Rules(),
                 decision.why, known is not None, spread,
                 source if spread and spread == floor else
                 ('peers\' own' if spread else ''), decision.z_limit,
+                decision.confirm_limit,
                 count if known is not None else 0))
     return judged
 
@@ -446,5 +496,5 @@ def kql_with_rule(text: str, rule: Rule) -> str:
     return library.with_settings(
         text, min_peers=f'{rule.min_peers:d}',
         max_worse_pct=f'{100 * rule.tolerance!r}',
-        node_alpha=f'{rule.node_alpha!r}',
+        flag_alpha=f'{rule.flag_alpha!r}',
         max_spread_pct=f'{100 * rule.max_spread!r}')
