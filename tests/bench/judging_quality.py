@@ -66,9 +66,9 @@ CURVE = (0.5, 0.75, 1.0, 1.5)
 
 
 def in_region(noise: str, nodes: int, cv: float) -> bool:
-    if noise == 'persistent':
-        return False
-    return cv <= 0.05 or nodes >= 16
+    """Where peers alone (no site baseline) meet the whole budget: see the
+    module's docstring for why the region is no wider."""
+    return noise == 'normal' and nodes >= 16 and cv <= 0.01
 
 
 def budget_loss(cv: float) -> float:
@@ -149,8 +149,8 @@ def run_case(rng, nodes, values, cv, noise, runs_wanted, baseline=False,
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--seed', type=int, default=37)
-    parser.add_argument('--runs', type=int, default=1500,
-                        help='healthy node-runs per case (default 1500)')
+    parser.add_argument('--runs', type=int, default=800,
+                        help='healthy node-runs per case (default 800)')
     parser.add_argument('--baseline', action='store_true',
                         help='rows carry a site baseline spread (the CV)')
     parser.add_argument('--confirm', type=int, default=1, metavar='N',

@@ -140,3 +140,14 @@ def test_a_value_far_off_is_an_implausible_value_not_a_percentage():
 def test_the_primary_table_names_no_metric_twice():
     keys = [(p.test, p.metric) for p in metrics.PRIMARY]
     assert len(keys) == len(set(keys))
+
+
+def test_a_row_judged_by_the_site_baseline_carries_its_spread():
+    from config.results.rows import judge
+    verdict = {'fail': False, 'reason': '', 'value': 1000.0, 'lower': -0.1,
+               'upper': 0.1, 'source': 'site baseline: ...', 'spread': 0.02}
+    row = judge.with_site_baseline({'check_perf_result': 'no_reference'},
+                                   verdict)
+    assert row['verdict_spread'] == 0.02
+    assert judge.with_site_baseline({'check_perf_result': 'no_reference'},
+                                    None).get('verdict_spread') is None
