@@ -17,12 +17,12 @@ measures it):
   ``percentile(x, 50)`` computes, so that Python and KQL agree exactly
   (see below);
 - the spread used is the larger of the peers' own (1.4826 x MAD over the
-  median, taken at its upper one-sided 95 % bound: x (1 + 1.645 x 1.17 /
-  sqrt(peers)), as a MAD of few values is often far too small) and the
+  median, taken 3 standard errors high: x (1 + 3 x 1.17 / sqrt(peers)),
+  as a MAD of few values is often far too small) and the
   metric's healthy spread: the site baseline's where the run wrote one on
   the row (``verdict_spread``), else the metric's assumed default
   (metrics.py); at least ``MIN_SPREAD``; at least ``SMALL_GROUP_SPREAD``
-  (5 %) for a group of fewer than 15 peers without a site baseline, and
+  (5 %) for a group of fewer than 31 peers without a site baseline, and
   ``SMOKE_SPREAD`` (5 %) for a smoke-size row: both are judged for gross
   faults only. This is the MAD floor: identical or tight peers no longer
   make every small deviation a huge robust z;
@@ -95,17 +95,20 @@ DEFAULT_FLAG_ALPHA = 0.05
 #: SMALL_GROUP_SPREAD: the MAD of a few values can be far below the true
 #: spread, and a default spread is only a guess (tests/bench/
 #: judging_quality.py: 5 nodes at 5 % CV blamed healthy nodes in over 10 %
-#: of runs on the 1 % default); such a group is judged for gross faults
-SMALL_GROUP_PEERS = 15
+#: of runs on the 1 % default, 16 nodes in 2 %); such a group is judged
+#: for gross faults (about 15 % and more)
+SMALL_GROUP_PEERS = 31
 SMALL_GROUP_SPREAD = 0.05
 #: the relative standard error of a spread estimated from the MAD of n
 #: values is about 1.17 / sqrt(n) (its efficiency at the normal is 37 %:
 #: Rousseeuw and Croux, JASA 88 (1993) 1273,
 #: https://doi.org/10.1080/01621459.1993.10476408): the peers' own spread
-#: is taken at its upper one-sided 95 % bound, since a flag (and its
-#: confirmation against the same peers) is likelier where it came out low
+#: is taken at 3 standard errors above, since a flag (and its confirmation
+#: against the same peers) is likelier where it came out low
+#: (tests/bench/judging_quality.py: at 1.645, 16 nodes at 5 % CV still
+#: ended healthy nodes bad in 7 to 21 runs per 1,000)
 MAD_STANDARD_ERROR = 1.17
-SPREAD_BOUND_Z = 1.645
+SPREAD_BOUND_Z = 3.0
 #: the least spread assumed of any metric, whatever its baseline says
 MIN_SPREAD = 0.005
 #: the least spread assumed of a smoke-size row

@@ -68,7 +68,7 @@ CURVE = (0.5, 0.75, 1.0, 1.5)
 def in_region(noise: str, nodes: int, cv: float) -> bool:
     """Where peers alone (no site baseline) meet the whole budget: see the
     module's docstring for why the region is no wider."""
-    return noise == 'normal' and nodes >= 16 and cv <= 0.01
+    return noise == 'normal' and nodes >= 32 and cv <= 0.01
 
 
 def budget_loss(cv: float) -> float:

@@ -32,7 +32,7 @@ def brute_force(values, lower, rule, floor=0.01):
             continue
         worse = ((value - median) if lower else (median - value)) / median
         # the peers' spread at its upper bound, at least the floor
-        spread = max(own * (1 + 1.645 * 1.17 / len(others) ** 0.5), floor)
+        spread = max(own * (1 + 3.0 * 1.17 / len(others) ** 0.5), floor)
         z = (value - median) / (spread * median)
         limit = peers.value_z_limit(rule.flag_alpha, 1)
         found.append(worse > rule.tolerance and (

@@ -23,11 +23,12 @@ def by_member(judged):
     return {j.member: j for j in judged}
 
 
-HEALTHY_16 = [1000.0 + 3 * i for i in range(16)]
+# 32 nodes: a group large enough to judge on the metric's default spread
+HEALTHY = [1000.0 + i for i in range(32)]
 
 
 def test_only_primary_metrics_judge_the_rest_is_recorded_only():
-    slow = HEALTHY_16[:-1] + [100.0]
+    slow = HEALTHY[:-1] + [100.0]
     judged = by_member(peers.judge_rows(
         rows(slow, 'HpccNode', 'MPIFFT_Gflops', 'Gflop/s')
         + rows(slow, 'HpccNode', 'HPL_Tflops', 'Tflop/s')))
@@ -37,9 +38,9 @@ def test_only_primary_metrics_judge_the_rest_is_recorded_only():
                                             'MPIFFT_Gflops', 'Gflop/s'))]
     assert all(j.status == peers.NOT_JUDGED and not j.primary
                and 'recorded only' in j.why for j in fft)
-    assert judged['n15'].status == peers.FAIL
+    assert judged['n31'].status == peers.FAIL
     # one primary value each: the FFT does not count toward the guard
-    assert judged['n15'].judged_values == 1
+    assert judged['n31'].judged_values == 1
 
 
 def test_every_primary_metric_is_a_metric_its_check_emits():
@@ -67,16 +68,16 @@ def test_too_few_peers_and_too_noisy_peers_are_not_judged_and_say_why():
 
 def test_identical_peers_cannot_turn_a_small_deviation_into_a_fault():
     # MAD 0: the floor (the metric's spread) keeps the z finite and small
-    judged = by_member(peers.judge_rows(rows([1000.0] * 15 + [985.0])))
-    assert judged['n15'].status == peers.PASS
-    assert judged['n15'].robust_z == pytest.approx(-1.5)
+    judged = by_member(peers.judge_rows(rows([1000.0] * 31 + [985.0])))
+    assert judged['n31'].status == peers.PASS
+    assert judged['n31'].robust_z == pytest.approx(-1.5)
 
 
 def test_a_site_baseline_spread_on_the_row_is_the_floor():
-    values = [1000.0] * 15 + [940.0]
-    default = by_member(peers.judge_rows(rows(values)))['n15']
+    values = [1000.0] * 31 + [940.0]
+    default = by_member(peers.judge_rows(rows(values)))['n31']
     measured = by_member(peers.judge_rows(
-        rows(values, verdict_spread=0.03)))['n15']
+        rows(values, verdict_spread=0.03)))['n31']
     assert default.spread == metrics.STEADY and default.still_fails(940.0)
     assert measured.spread == 0.03 and measured.spread_source == \
         'site baseline' and not measured.still_fails(940.0)
@@ -91,8 +92,8 @@ def test_small_groups_without_a_baseline_and_smoke_sizes_judge_gross_faults():
         rows(values, verdict_spread=0.01)))['n4']
     assert with_baseline.still_fails(900.0)
     smoke = by_member(peers.judge_rows(
-        rows(HEALTHY_16[:-1] + [920.0],
-             check_params={'size_profile': 'smoke'})))['n15']
+        rows(HEALTHY[:-1] + [920.0],
+             check_params={'size_profile': 'smoke'})))['n31']
     assert smoke.spread == peers.SMOKE_SPREAD
     assert not smoke.still_fails(920.0)
     capped = by_member(peers.judge_rows(
@@ -110,17 +111,17 @@ def test_the_guard_raises_the_limit_with_the_number_of_judged_values():
         per_value = peers.upper_tail(peers.value_z_limit(0.05, m))
         assert 1 - (1 - per_value) ** m == pytest.approx(0.05, rel=0.02)
     # the count is per node and run: 3 primary metrics of one node
-    judged = peers.judge_rows(rows(HEALTHY_16, device='a')
-                              + rows(HEALTHY_16, device='b')
-                              + rows(HEALTHY_16, device='c')
-                              + rows(HEALTHY_16, session='s-2'))
+    judged = peers.judge_rows(rows(HEALTHY, device='a')
+                              + rows(HEALTHY, device='b')
+                              + rows(HEALTHY, device='c')
+                              + rows(HEALTHY, session='s-2'))
     assert {(j.row['session_id'], j.judged_values) for j in judged} == \
         {('s-1', 3), ('s-2', 1)}
 
 
 def test_a_flag_stands_only_when_the_re_run_fails_too():
-    judged = by_member(peers.judge_rows(rows(HEALTHY_16[:-1] + [880.0])))
-    flagged = judged['n15']
+    judged = by_member(peers.judge_rows(rows(HEALTHY[:-1] + [880.0])))
+    flagged = judged['n31']
     assert flagged.fail and flagged.status == peers.FAIL
     assert flagged.still_fails(870.0)
     assert not flagged.still_fails(1001.0)      # flaky: it did not repeat
