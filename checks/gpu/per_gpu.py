@@ -4,7 +4,7 @@
   partition's ``gpus_per_node`` GPUs: each stored row holds the metric, the
   device (``gpu<i>``) and, through ``metric_gpus``, the GPU's index, PCI bus
   id and serial (gpu_columns in rows/builder.py), read from the ``nvidia-smi -q -x``
-  the health sampler takes before the run (checks/common/health_sample.sh),
+  the health sampler takes before the run (checks/common/node_probe.sh),
   so that nothing probes the node twice.
 - Each metric's theoretical limit comes from peaks.yaml's ``gpu`` figures
   (``hbm_bw``, ``nvlink_bw``), named per metric by the check

@@ -6,7 +6,7 @@ replacing them).
 ``<family>.yaml`` per check family into a directory, and the setting
 ``CLUSTERPROOF_BASELINES`` (``:``-separated directories) points ReFrame runs
 and acceptance at it (checks/common/site_baseline.py reads it; a plain
-ReFrame run judges its rows against it: site_baseline_judging.py). An entry is
+ReFrame run judges its rows against it: site_baseline_verdicts.py). An entry is
 found by the cluster, the test class, the row's
 reference key (metric, SKU or ``system:partition``, method fingerprint,
 node count, fabric) and the device: a sandbox that declares an Azure SKU

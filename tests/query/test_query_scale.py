@@ -9,7 +9,7 @@ import duckdb
 import duckdb_kql
 import pytest
 
-from scripts.query import library, local, memory, output, sql_cache
+from scripts.query import index, library, local, memory, output
 from scripts.query.runner import Runner
 from scripts.report import model
 from tests.support import query_store
@@ -61,7 +61,7 @@ def test_the_translation_is_cached_and_the_clock_bound_at_each_run(
     con = local.connect(home / 'results')
     text = library.resolve('failures').text
     first = as_rows(local.run(con, text, query_store.NOW))
-    assert first and list(sql_cache.directory(home / 'results').glob(
+    assert first and list(index.folder(home / 'results').glob(
         '*.json'))
 
     def no_translation(*args, **kwargs):
@@ -136,7 +136,7 @@ def test_a_cached_translation_does_not_import_the_translator(home):
              f'"{mine}", "--json"]\ntry:\n    runpy.run_path('
              '"scripts/clusterproof", run_name="__main__")\nexcept '
              'SystemExit:\n    pass\nprint("duckdb_kql" in sys.modules)')
-    shutil.rmtree(sql_cache.directory(home / 'results'), ignore_errors=True)
+    shutil.rmtree(index.folder(home / 'results'), ignore_errors=True)
     runs = [subprocess.run([sys.executable, '-c', probe], cwd=str(REPO),
                            env=local_env(home), capture_output=True,
                            text=True, timeout=120) for _ in range(2)]
