@@ -3,23 +3,23 @@
 What each plugin adds, stage by stage, in the order ReFrame runs it
 (``BenchmarkTest.pipeline_hooks()``):
 
-- after setup: ExternalTool (tools.py) finds the tool or skips the test.
+- after setup: ExternalTool (external_tool.py) finds the tool or skips the test.
 - before run, in this order: JobRequest (job_request.py) watches the
   job, skips what no node holds, sets the time limit and adds the
   partition's launcher options; NodeProbe (node_probe.py) puts its lines
   at the front of the job script: the one that records the nodes, then
   the node probe before the run (each node's VM size and health sample),
   before ExternalTool's guard (the tool is on the node); its probe after
-  the run ends the script; the check's own hooks; FansOut (fanned_job.py)
+  the run ends the script; the check's own hooks; FannedJob (fanned_job.py)
   turns a batch job into one step per node or pair, last.
 - after run: NodeProbe reads, once, the nodes and the probe's files (the
   VM sizes, the health samples).
-- sanity: ParsedOutput (parsed_output.py, FansOut's base) parses the output
+- sanity: ParsedOutput (parsed_output.py, FannedJob's base) parses the output
   once, per node or pair in a batch job.
 - before performance: SkuReferences (sku_references.py) sets each metric's
   reference for the node's VM size and the run's method (thresholds only
   where nothing says otherwise); ParsedOutput adds the parsed perf
-  variables; FansOut makes them one per node or pair, last.
+  variables; FannedJob makes them one per node or pair, last.
 - performance: ReFrame compares each value with its thresholds.
 - after performance: SiteBaselineVerdicts (site_baseline_verdicts.py)
   asks the one judge (config/results/rows/judge.py) for the verdict of
@@ -36,15 +36,15 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 
 from . import measurements
-from .fanned_job import FansOut
+from .fanned_job import FannedJob
 from .job_request import JobRequest
 from .node_probe import NodeProbe
 from .site_baseline_verdicts import SiteBaselineVerdicts
 from .sku_references import SkuReferences
-from .tools import ExternalTool
+from .external_tool import ExternalTool
 
 
-class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
+class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
                     SiteBaselineVerdicts, ExternalTool, NodeProbe, JobRequest):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.

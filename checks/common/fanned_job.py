@@ -24,7 +24,7 @@ from . import fan_out, launch
 from .parsed_output import ParsedOutput
 
 
-class FansOut(ParsedOutput):
+class FannedJob(ParsedOutput):
     #: True where the check can run once per node of a batch job (its
     #: command is one single-node run); see plan.py's FANOUT_CHECKS.
     fans_out = variable(typ.Bool, value=False)

@@ -87,6 +87,11 @@ class NodeProbe(rfm.RegressionTestPlugin):
     node_fingerprints = variable(typ.Dict[str, typ.Dict[str, object]],
                                  value={}, loggable=False)
 
+    #: Node -> {'before': Dump, 'after': Dump, 'kvp': bytes}: the probe's
+    #: files as read once after the run (health_sampling.samples_of), for
+    #: a check that reads more of them (per_gpu.py: the GPUs' names).
+    node_samples = variable(dict, value={}, loggable=False)
+
     def measures_each_node_alone(self) -> bool:
         """True where a batch job measures each node on its own
         (fanned_job.py says so); each node is then judged by its own
@@ -157,6 +162,7 @@ class NodeProbe(rfm.RegressionTestPlugin):
             health_sampling.samples_of(
                 os.path.join(self.stagedir, health_sampling.SAMPLES_DIR)),
             self.job_nodes)
+        self.node_samples = samples
         if self.health_sampling:
             health = health_sampling.assess(
                 samples, self.job_nodes, extras.get('vm_sku'),

@@ -22,7 +22,7 @@ import reframe.utility.typecheck as typ
 
 from ..common import references
 from ..common.benchmark import BenchmarkTest
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..common.parsed_output import GUARD_PREFIX
 from ..common.size_profile import SizeProfile
 from ..common.spack import FromSpack, SpackHpl

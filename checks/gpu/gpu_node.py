@@ -27,7 +27,7 @@ import reframe.utility.typecheck as typ
 
 from ..common import measurements
 from ..common.node_probe import NodeProbe
-from ..common.tools import ExternalTool
+from ..common.external_tool import ExternalTool
 from ..health import assessment, gpu_node, rules
 from ..parsers import dcgmi, nvidia_smi
 

@@ -15,14 +15,11 @@
 """
 from __future__ import annotations
 
-import os
-
 import reframe.utility.typecheck as typ
 
 from .. import parsers
 from ..common import launch, references
 from ..common.benchmark import BenchmarkTest
-from ..common.health_sampling import SAMPLES_DIR, samples_of
 from ..health import gpu as gpu_state
 
 #: peaks.yaml's family of per-GPU hardware limits
@@ -109,8 +106,8 @@ class PerGpuBenchmark(BenchmarkTest):
 
     @run_after('run')
     def name_the_gpus(self):
-        found = gpu_identities(samples_of(os.path.join(self.stagedir,
-                                                       SAMPLES_DIR)))
+        # the probe's files, as NodeProbe read them (node_probe.py)
+        found = gpu_identities(self.node_samples)
         self.metric_gpus = {
             gpu_var(metric, i): found.get(i, {'index': i})
             for metric in self.gpu_metrics for i in range(self.gpu_count())}

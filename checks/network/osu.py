@@ -15,7 +15,7 @@ import reframe.utility.typecheck as typ
 from .. import parsers
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackOsu
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..parsers import osu
 
 # What OMB measures up to when not told otherwise (-m)

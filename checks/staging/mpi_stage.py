@@ -22,7 +22,7 @@ from reframe.core.exceptions import SanityError
 
 from ..common import launch
 from ..common.benchmark import BenchmarkTest
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..common.scratch import JOB_TAG_COMMAND, job_scratch_dir
 
 FIRST_RUN = 'first.err'

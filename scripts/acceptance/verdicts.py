@@ -23,7 +23,7 @@ from .slurm import is_powered_down, is_usable
 
 # Phases in which the tool ran and its output was judged.
 MEASURED_PHASES = {'sanity', 'performance'}
-TOOL_MISSING_EXIT = 127  # the job's tool guard (checks/common/tools.py)
+TOOL_MISSING_EXIT = 127  # the job's tool guard (checks/common/external_tool.py)
 _PIN_PARAMETER = re.compile(r'\s*%\.?pinned_nodes=\S+')
 _SCHEDULER_TROUBLE = ('job scheduler error', 'spawned process error',
                       'cancelled by user', 'aborted due to')
