@@ -96,7 +96,11 @@ class SiteBaselineVerdicts(rfm.RegressionTestPlugin):
                 'reason': (f'{site_baseline.LABEL}: {var} {value:g}{unit}: '
                            f'{why}' if why else ''),
                 'value': entry.value, 'lower': entry.lower,
-                'upper': entry.upper, 'source': entry.source}
+                'upper': entry.upper, 'source': entry.source,
+                # the healthy spread relative to the value: peers' floor
+                # (scripts/judging/peers.py, row column verdict_spread)
+                'spread': (entry.spread / abs(entry.value)
+                           if entry.value and entry.spread else None)}
         return found
 
     def measurements(self, logged=None) -> dict:
