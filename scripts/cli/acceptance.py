@@ -116,9 +116,11 @@ def add_parser(subparsers):
                              f'class (default {100 * peers.DEFAULT_TOLERANCE:g})')
     parser.add_argument('--peer-z', action='append', default=[],
                         metavar='[TEST=]Z',
-                        help='... and its robust z-score (median absolute '
-                             'deviation) is beyond Z (default '
-                             f'{peers.DEFAULT_Z_LIMIT:g})')
+                        help='a flagged node is bad when its re-run\'s '
+                             'robust z-score is beyond Z too (default '
+                             f'{peers.DEFAULT_Z_LIMIT:g}; the flag\'s own '
+                             'limit grows with the node\'s judged values: '
+                             'scripts/judging/README.md)')
     parser.add_argument('--min-peers', type=int,
                         default=peers.DEFAULT_MIN_PEERS, metavar='N',
                         help='judge a node against its peers only where at '

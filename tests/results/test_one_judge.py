@@ -1,6 +1,11 @@
 """One judge, proven: with config/results/rows/judge.py's ``judged``
-replaced by one that answers a sentinel, every row a real ReFrame run
-stores carries the sentinel, so no row gets its verdict anywhere else.
+replaced by a sentinel that fails every value with a reason of its own,
+every row a real ReFrame run stores carries the sentinel's verdict, basis
+and reason, so no row gets its verdict anywhere else; and ReFrame's
+performance stage fails the test with the sentinel's reason, so it asks
+the same judge (checks/common/site_baseline_verdicts.py finds the module
+the row builder uses, not a copy of its own). Without the sentinel the
+same local run passes (tests/checks/test_site_baseline_run.py).
 
 The judge is replaced inside ReFrame's own process: ReFrame imports the
 configuration under a name of its own (``config@<hash>``), so the wrapper
@@ -14,6 +19,8 @@ import sys
 from tests.support.helpers import REPO, STANDINS, stored_rows, suite_env
 
 SENTINEL = 'sentinel-judge'
+FAILED = 'the sentinel judge failed it'
+JUDGED = ('fail', SENTINEL, FAILED)
 
 WRAPPER = f'''
 import sys
@@ -24,7 +31,8 @@ load_config = config.load_config
 
 
 def sentinel(values, baseline=None, notes=None, sample=None):
-    values['check_perf_result'] = values['verdict_basis'] = {SENTINEL!r}
+    values.update(check_perf_result='fail', verdict_basis={SENTINEL!r},
+                  check_fail_reason={FAILED!r})
     return values
 
 
@@ -33,7 +41,7 @@ def loaded(*args, **kwargs):
     for name, module in list(sys.modules.items()):
         if name.endswith('results.rows.judge'):
             module.judged = sentinel
-        if name.endswith('results.rows.builder') and '--dry-run' in sys.argv:
+        if name.endswith('results.handlers.records') and '--dry-run' in sys.argv:
             # store what a dry run's records would make, to read it
             module.is_dry_run = lambda record: False
     return site
@@ -59,30 +67,41 @@ def run_with_sentinel(tmp_path, *args, path=None):
     return result, stored_rows(home)
 
 
-def test_every_row_of_a_real_local_run_is_judged_by_the_one_judge(tmp_path):
+def judged(row) -> tuple:
+    return (row['check_perf_result'], row['verdict_basis'],
+            row['check_fail_reason'])
+
+
+def test_a_real_local_run_is_judged_by_the_one_judge_stage_and_rows(
+        tmp_path):
     # STREAM runs for real through ReFrame on local; its binary is the
-    # checked stand-in (tests/support/standins/stream_c.exe replays a real output
-    # after checking its OpenMP settings)
+    # checked stand-in (tests/support/standins/stream_c.exe replays a real
+    # output after checking its OpenMP settings)
     result, rows = run_with_sentinel(
         tmp_path, '--system', 'local', '-c', 'checks/cpu/stream.py',
         '-n', '^StreamCheck$', '-r', path=STANDINS)
-    assert result.returncode == 0, result.stdout + result.stderr
+    # the performance stage failed the test as the judge said
+    assert result.returncode != 0
+    assert "failed during 'performance'" in result.stdout, result.stdout
+    assert FAILED in result.stdout
     assert {row['check_perf_var'] for row in rows} >= {
         'copy_bw', 'scale_bw', 'add_bw', 'triad_bw'}
     assert {row['check_name'] for row in rows} == {'StreamCheck'}
-    assert {(row['check_perf_result'], row['verdict_basis'])
-            for row in rows} == {(SENTINEL, SENTINEL)}
+    assert {judged(row) for row in rows} == {JUDGED}
+    assert {row['check_result'] for row in rows} == {'fail'}
 
 
 def test_every_row_of_an_nccl_dry_run_is_judged_by_the_one_judge(tmp_path):
     result, rows = run_with_sentinel(
         tmp_path, '--system', 'azure:ndv5', '-c', 'checks/gpu/nccl.py',
         '-n', '^NcclSingleNode', '--dry-run')
-    assert result.returncode == 0, result.stdout + result.stderr
+    # a dry run evaluates no value, but its performance stage runs: the
+    # judge fails each case there too (the real one judges nothing)
+    assert result.returncode != 0
+    assert result.stdout.count("failed during 'performance'") == 5, \
+        result.stdout + result.stderr
     # one row per collective and metric at least
     assert {row['check_name'].split()[0] for row in rows} == {
         'NcclSingleNode'}
     assert len(rows) >= 2 * 5
-    assert {(row['check_perf_result'], row['verdict_basis'])
-            for row in rows} == {(SENTINEL, SENTINEL)}
-
+    assert {judged(row) for row in rows} == {JUDGED}
