@@ -8,8 +8,9 @@ and device is checked against the entry's two-sided bounds, beside the
 published reference (both are checked; neither replaces the other). A
 metric outside them fails the test case with a reason naming the basis
 (``site baseline: triad_bw 10382.9 MB/s: 16.1% below ...``), and its row
-says ``fail`` with ``verdict_basis = site_baseline`` (config/results/rows/
-builder.py reads :meth:`SiteBaselineVerdicts.site_baseline_verdicts`).
+says ``fail`` with ``verdict_basis = site_baseline`` (each measurement
+carries its baseline verdict: BenchmarkTest.test_facts reads
+:meth:`SiteBaselineVerdicts.site_baseline_verdicts`).
 """
 from __future__ import annotations
 
