@@ -31,7 +31,9 @@ def test_a_node_below_its_peers_fails_on_basis_peers(sandbox_env):
     assert verdict_of(summary) == expected('good', {'sb-n3': 'bad'})
     assert re.search(r"^sb-n3 +StreamCheck +triad_bw +10382\.9 MB/s +12369\.6 "
                      rf"MB/s +bad +peers: 16\.1% below the {PEERS} peers' "
-                     r"median 12,369\.6 MB/s$", out, re.M), out
+                     r"median 12,369\.6 MB/s, robust z -3\.2 \(limit 1\.6 "
+                     r"for 1 judged value, spread 5%: 4 peers and no site "
+                     r"baseline\)$", out, re.M), out
     assert re.search(r"^would run: scontrol update nodename=sb-n3 "
                      r"state=drain .*StreamCheck triad_bw=10382.9 MB/s "
                      r"peers' median 12369.6 MB/s", out, re.M), out
