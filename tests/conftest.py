@@ -63,8 +63,8 @@ def translations_of_the_test_alone(monkeypatch):
     """In the tests' own process a query is translated, or found in the
     test's home, never in the translations set up beside .venv
     (translate_shipped.py), which would hide one a test means to make."""
-    from scripts.query import sql_cache
-    monkeypatch.setattr(sql_cache, 'shipped', None)
+    from scripts.query import translator
+    monkeypatch.setattr(translator, 'shipped', None)
 
 
 @dataclass

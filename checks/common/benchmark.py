@@ -3,29 +3,31 @@
 What each plugin adds, stage by stage, in the order ReFrame runs it
 (``BenchmarkTest.pipeline_hooks()``):
 
-- after setup: ExternalTool (tools.py) finds the tool or skips the test.
+- after setup: ExternalTool (external_tool.py) finds the tool or skips the test.
 - before run, in this order: JobRequest (job_request.py) watches the
-  job, skips what no node holds and sets the time limit; HealthSampling
-  (health_sampling.py), VmSize (vm_size.py) and JobNodes (job_nodes.py)
-  each put a line at the front of the job script, so that it starts with
-  JobNodes' (record the nodes), then VmSize's (ask each node's VM size),
-  then ExternalTool's guard (the tool is on the node), then
-  HealthSampling's (sample health before the run; its sample after the run
-  ends the script); BenchmarkTest adds the partition's launcher options; FansOut
-  (fanned_job.py) turns a batch job into one step per node or pair, last.
-- after run: HealthSampling reads the samples, VmSize the VM sizes, JobNodes
-  the nodes (each reads the nodes file JobNodes' line wrote).
-- sanity: ParsedOutput (parsed_output.py, FansOut's base) parses the output
+  job, skips what no node holds, sets the time limit and adds the
+  partition's launcher options; NodeProbe (node_probe.py) puts its lines
+  at the front of the job script: the one that records the nodes, then
+  the node probe before the run (each node's VM size and health sample),
+  before ExternalTool's guard (the tool is on the node); its probe after
+  the run ends the script; the check's own hooks; FannedJob (fanned_job.py)
+  turns a batch job into one step per node or pair, last.
+- after run: NodeProbe reads, once, the nodes and the probe's files (the
+  VM sizes, the health samples).
+- sanity: ParsedOutput (parsed_output.py, FannedJob's base) parses the output
   once, per node or pair in a batch job.
 - before performance: SkuReferences (sku_references.py) sets each metric's
   reference for the node's VM size and the run's method (thresholds only
   where nothing says otherwise); ParsedOutput adds the parsed perf
-  variables; FansOut makes them one per node or pair, last.
+  variables; FannedJob makes them one per node or pair, last.
 - performance: ReFrame compares each value with its thresholds.
-- after performance: SiteBaselines (site_baseline_judging.py) fails the
-  test outside the site's baseline.
+- after performance: SiteBaselineVerdicts (site_baseline_verdicts.py)
+  asks the one judge (config/results/rows/judge.py) for the verdict of
+  every value (the site baseline beside the published reference) and
+  fails the test where it says fail.
 
-The rows of the run are then made by config/results/rows/builder.py and
+The test then lists what it measured (:meth:`BenchmarkTest.measurements`,
+measurements.py); config/results/rows/builder.py makes a row of each,
 judged by config/results/rows/judge.py.
 """
 from __future__ import annotations
@@ -33,20 +35,17 @@ from __future__ import annotations
 import reframe as rfm
 import reframe.utility.typecheck as typ
 
-from . import launch
-from .fanned_job import FansOut
-from .health_sampling import HealthSampling
-from .job_nodes import JobNodes
+from . import measurements
+from .fanned_job import FannedJob
 from .job_request import JobRequest
-from .site_baseline_judging import SiteBaselines
+from .node_probe import NodeProbe
+from .site_baseline_verdicts import SiteBaselineVerdicts
 from .sku_references import SkuReferences
-from .vm_size import VmSize
-from .tools import ExternalTool
+from .external_tool import ExternalTool
 
 
-class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
-                    SiteBaselines, ExternalTool, JobNodes, VmSize,
-                    HealthSampling, JobRequest):
+class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
+                    SiteBaselineVerdicts, ExternalTool, NodeProbe, JobRequest):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']
@@ -60,7 +59,7 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
     metric_devices = variable(typ.Dict[str, str], value={})
 
     def vm_sku(self) -> str:   # sku_references.py asks
-        """The SKU the node reported after the run (vm_size.py), else the
+        """The SKU the node reported after the run (node_probe.py), else the
         one its partition declares."""
         return self.vm_sku_observed or super().vm_sku()
 
@@ -74,11 +73,21 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FansOut, SkuReferences,
                           if device and var.endswith(f'_{device}') else var)
         return found
 
+    def nodes_pinned(self) -> list[str]:   # fanned_job.py asks
+        return list(self.pinned_nodes)
+
+    def facts_by_metric(self) -> list[dict]:   # fanned_job.py asks
+        return [self.reference_sources, self.metric_reference_keys,
+                self.metric_devices]
+
+    def metric_keys_and_devices(self) -> tuple[dict, dict]:
+        # site_baseline_verdicts.py asks
+        return self.metric_reference_keys, self.metric_devices
+
+    def measurements(self, logged: dict | None = None) -> dict:
+        """What this test measured: ReFrame's perf variable name -> its
+        Measurement (measurements.py), from which its rows are made."""
+        return measurements.of_test(self, logged)
+
     def partition_extra(self, name, default=None):
         return self.current_partition.extras.get(name, default)
-
-    @run_before('run')
-    def _add_partition_launcher_options(self):
-        # e.g. ['--mpi=pmix'] on Slurm partitions whose MpiDefault is none
-        launch.add_options(self.job,
-                           self.partition_extra('launcher_options', []))

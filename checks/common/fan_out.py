@@ -97,6 +97,12 @@ def path_pairs(path: list[str]) -> list[tuple[str, str]]:
     return [(path[i], path[i + 1]) for i in range(len(path) - 1)]
 
 
+def node_groups(pinned: list[str], size: int) -> list[tuple[str, ...]]:
+    """The groups a batch job measures: each pinned node, or (size 2)
+    each node with the next one of the pin path."""
+    return path_pairs(pinned) if size == 2 else [(node,) for node in pinned]
+
+
 def path_rounds(pairs: list[tuple[str, str]]) -> list[list[tuple]]:
     """Rounds of node-disjoint pairs of a path: the pairs at even places,
     then the odd ones (a path's pair shares nodes with its neighbours

@@ -24,7 +24,7 @@ from . import fan_out, launch
 from .parsed_output import ParsedOutput
 
 
-class FansOut(ParsedOutput):
+class FannedJob(ParsedOutput):
     #: True where the check can run once per node of a batch job (its
     #: command is one single-node run); see plan.py's FANOUT_CHECKS.
     fans_out = variable(typ.Bool, value=False)
@@ -53,16 +53,19 @@ class FansOut(ParsedOutput):
     #: The group whose output is being read ('' = the job's own output).
     measuring_group = variable(str, value='', loggable=False)
 
+    # BenchmarkTest answers: pinned nodes, {perf variable: fact} tables
+    def nodes_pinned(self) -> list[str]:
+        return []
+
+    def facts_by_metric(self) -> list[dict]:
+        return []
+
     def fan_groups(self) -> list[tuple[str, ...]]:
-        pinned = list(getattr(self, 'pinned_nodes', []))
-        if self.fan_group_size == 2:
-            return fan_out.path_pairs(pinned)
-        return [(node,) for node in pinned]
+        return fan_out.node_groups(self.nodes_pinned(), self.fan_group_size)
 
     def fan_rounds(self) -> int:
-        """How many runs of the check the job makes one after the other:
-        1, the rounds of node-disjoint pairs of a batch of pairs, or the
-        rounds of a partition that measures few nodes at once."""
+        """Runs one after the other: 1, or the rounds of node-disjoint pairs
+        or of a partition that measures few nodes at once."""
         if not self.fanned_out():
             return 1
         return len(self.round_labels() or [()])
@@ -99,7 +102,7 @@ class FansOut(ParsedOutput):
         groups = self.fan_groups()
         labels = [fan_out.group_label(group) for group in groups]
         # a path closing the ring names its first node twice
-        nodes = list(dict.fromkeys(self.pinned_nodes))
+        nodes = list(dict.fromkeys(self.nodes_pinned()))
         ranks = self.num_tasks_per_node or self.num_tasks or 1
         launcher = self.job.launcher
         steps = {label: fan_out.step_launcher(
@@ -242,8 +245,6 @@ class FansOut(ParsedOutput):
         """What a row of *var* says about its metric, as for *name*."""
         # (reference_differences stay by metric: check_params holds them
         # whole, as a one-node case's row does)
-        for facts in ('reference_sources', 'metric_reference_keys',
-                      'metric_devices'):
-            found = getattr(self, facts, None)
-            if found is not None and name in found:
+        for found in self.facts_by_metric():
+            if name in found:
                 found[var] = found[name]

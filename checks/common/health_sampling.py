@@ -1,30 +1,20 @@
-"""Health around every test: the job samples each of its nodes before and
-after the benchmark (health_sample.sh), the test turns the two samples into
-rows, findings and each node's fingerprint (checks/health/).
+"""Health around every test: the node probe (node_probe.sh, run on each
+node of the job before and after the benchmark: node_probe.py) writes one
+file per node and phase into SAMPLES_DIR; here they are read, once, and
+turned into rows, findings and each node's fingerprint (checks/health/).
 
-Nothing here may fail a job: the sampler always exits 0, a source it cannot
+Nothing here may fail a job: the probe always exits 0, a source it cannot
 read is written down as not available, and reading the samples never raises.
-On Slurm a job of several nodes samples each of them with one
-``srun --overlap`` step; elsewhere only the node that runs the script.
 """
 from __future__ import annotations
 
 import os
-import shlex
-import shutil
 import time
+from typing import NamedTuple
 
-import reframe as rfm
-import reframe.core.runtime as rt
-import reframe.utility.typecheck as typ
+from ..health import assessment, dump, fingerprint, rules
 
-from ..health import dump, fingerprint, judge, rules
-from .job_nodes import NODES_FILE, read_nodes_file
-from .launch import SLURM_SCHEDULERS
-
-SAMPLER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                       'health_sample.sh')
-SAMPLER_COPY = 'clusterproof_health_sample.sh'
+#: Where the node probe writes PHASE.NODE.txt for each node and phase.
 SAMPLES_DIR = 'clusterproof_health'
 FINGERPRINTS_DIR = 'clusterproof_fingerprints'
 # One ReFrame run: the fingerprint is read once per node within it.
@@ -34,28 +24,16 @@ RUN_TOKEN = f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}'
 _NOTED_UNAVAILABLE: set[tuple[str, str]] = set()
 
 
-def once_per_run(rows: list[judge.Row]) -> list[judge.Row]:
+def once_per_run(rows: list[assessment.Row]) -> list[assessment.Row]:
     kept = []
     for row in rows:
-        if row.metric == judge.NOT_AVAILABLE_METRIC:
+        if row.metric == assessment.NOT_AVAILABLE_METRIC:
             key = (row.node, row.reason)
             if key in _NOTED_UNAVAILABLE:
                 continue
             _NOTED_UNAVAILABLE.add(key)
         kept.append(row)
     return kept
-
-
-def sample_command(phase: str, sysfs_root: str, fingerprints: str,
-                   scheduler: str) -> str:
-    """The job-script line that samples every node of the job."""
-    sample = (f'sh ./{SAMPLER_COPY} {phase} {SAMPLES_DIR} '
-              f'{shlex.quote(sysfs_root)} {shlex.quote(fingerprints)}')
-    if scheduler in SLURM_SCHEDULERS:
-        sample = (f'if [ "${{SLURM_JOB_NUM_NODES:-1}}" -gt 1 ]; then srun '
-                  f'--overlap --nodes="$SLURM_JOB_NUM_NODES" '
-                  f'--ntasks-per-node=1 {sample}; else {sample}; fi')
-    return f'{{ {sample}; }} >/dev/null 2>&1 || true'
 
 
 def _read(path: str, binary: bool = False):
@@ -95,90 +73,39 @@ def as_job_nodes(samples: dict, job_nodes: list[str]) -> dict:
             for node, entry in samples.items()}
 
 
-class HealthSampling(rfm.RegressionTestPlugin):
-    #: Sample IB and GPU health before and after the run (-S
-    #: health_sampling=false turns it off).
-    health_sampling = variable(bool, value=True)
 
-    #: Where the compute nodes' sysfs is; %n is the node's name. Empty: the
-    #: partition's extras 'health_sysfs_root', else /sys.
-    health_sysfs_root = variable(str, value='')
+class Health(NamedTuple):
+    """What the samples of a job say: the findings, the rows they add,
+    node -> its findings in words, node -> its fingerprint columns."""
+    findings: list[dict]
+    rows: list[dict]
+    notes: dict[str, str]
+    fingerprints: dict[str, dict]
 
-    #: The health findings of this run, per node (also in the run report,
-    #: where acceptance reads them).
-    health_findings = variable(typ.List[typ.Dict[str, object]], value=[])
 
-    #: The rows the samples add (config/results/rows/builder.py stores them).
-    health_rows = variable(typ.List[typ.Dict[str, object]], value=[],
-                           loggable=False)
-
-    #: Node -> what its health findings say, for the verdict of a failing
-    #: value measured there.
-    health_notes = variable(typ.Dict[str, str], value={}, loggable=False)
-
-    #: Node -> fingerprint columns.
-    node_fingerprints = variable(typ.Dict[str, typ.Dict[str, object]],
-                                 value={}, loggable=False)
-
-    def _sysfs_root(self) -> str:
-        return (self.health_sysfs_root
-                or self.current_partition.extras.get('health_sysfs_root')
-                or '/sys')
-
-    @run_before('run')
-    def _sample_health_around_run(self):
-        if self.is_local() or not self.health_sampling:
-            return
-        shutil.copy(SAMPLER, os.path.join(self.stagedir, SAMPLER_COPY))
-        fingerprints = os.path.join(rt.runtime().stage_prefix,
-                                    FINGERPRINTS_DIR, RUN_TOKEN)
-        scheduler = self.job.scheduler.registered_name
-        root = self._sysfs_root()
-        self.prerun_cmds.append(sample_command('before', root, fingerprints,
-                                               scheduler))
-        self.postrun_cmds.insert(0, sample_command('after', root,
-                                                   fingerprints, scheduler))
-        self.keep_files.append(SAMPLES_DIR)
-
-    def _nominal(self) -> judge.Nominal:
-        return rules.nominal(self.current_partition.extras.get('vm_sku'))
-
-    def nccl_version(self) -> str | None:
-        """The NCCL version the run used, for the fingerprint; None for a
-        check that runs no NCCL (checks/gpu/nccl.py says)."""
-        return None
-
-    @run_after('run')
-    def _assess_health(self):
-        if self.is_local() or not self.health_sampling:
-            return
-        # what the job recorded (JobNodes reads the same file, maybe later)
-        job_nodes = list(self.job_nodes) or read_nodes_file(
-            os.path.join(self.stagedir, NODES_FILE))
-        samples = as_job_nodes(
-            samples_of(os.path.join(self.stagedir, SAMPLES_DIR)), job_nodes)
-        nodes = list(dict.fromkeys(job_nodes + sorted(samples)))
-        shipped_rules, nominal = rules.load(), self._nominal()
-        findings, rows, prints = [], [], {}
-        for node in nodes:
-            entry = samples.get(node, {})
-            result = judge.assess(node, entry.get('before'),
-                                  entry.get('after'), shipped_rules, nominal)
-            findings += [f.as_dict() for f in result.findings]
-            rows += [dict(row.__dict__) for row in once_per_run(result.rows)]
-            if entry.get('before') is not None:
-                prints[node] = fingerprint.of_node(entry['before'],
-                                                   entry.get('kvp'))
-        nccl = self.nccl_version()
-        for columns in prints.values():
-            columns['nccl_version'] = nccl
-        if prints:
-            prints['*'] = fingerprint.of_rows(prints, nodes)
-        notes: dict[str, list[str]] = {}
-        for finding in findings:
-            notes.setdefault(finding['node'], []).append(finding['reason'])
-        self.health_notes = {node: '; '.join(reasons)
-                             for node, reasons in notes.items()}
-        self.health_findings = findings
-        self.health_rows = rows
-        self.node_fingerprints = prints
+def assess(samples: dict, job_nodes: list[str], vm_sku: str | None,
+           nccl_version: str | None) -> Health:
+    """The job's samples (samples_of, under the job's names: as_job_nodes),
+    judged; never raises on a sample missing or unreadable."""
+    nodes = list(dict.fromkeys(list(job_nodes) + sorted(samples)))
+    shipped_rules, nominal = rules.load(), rules.nominal(vm_sku)
+    findings, rows, prints = [], [], {}
+    for node in nodes:
+        entry = samples.get(node, {})
+        result = assessment.assess(node, entry.get('before'),
+                              entry.get('after'), shipped_rules, nominal)
+        findings += [f.as_dict() for f in result.findings]
+        rows += [dict(row.__dict__) for row in once_per_run(result.rows)]
+        if entry.get('before') is not None:
+            prints[node] = fingerprint.of_node(entry['before'],
+                                               entry.get('kvp'))
+    for columns in prints.values():
+        columns['nccl_version'] = nccl_version
+    if prints:
+        prints['*'] = fingerprint.of_rows(prints, nodes)
+    notes: dict[str, list[str]] = {}
+    for finding in findings:
+        notes.setdefault(finding['node'], []).append(finding['reason'])
+    return Health(findings, rows,
+                  {node: '; '.join(reasons) for node, reasons in notes.items()},
+                  prints)

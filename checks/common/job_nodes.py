@@ -10,18 +10,15 @@ run. ``clusterproof acceptance`` pins tests to one node or a node pair with
 """
 from __future__ import annotations
 
-import os
-
-import reframe as rfm
-import reframe.utility.typecheck as typ
+from .launch import SLURM_SCHEDULERS
 
 NODES_FILE = 'clusterproof_job_nodes.txt'
 
 # What a job script runs to write the nodes it was given, by scheduler
 # (ReFrame's registered name); a scheduler missing here records nothing.
 RECORD_NODES = {
-    'slurm': 'scontrol show hostnames "$SLURM_JOB_NODELIST"',
-    'squeue': 'scontrol show hostnames "$SLURM_JOB_NODELIST"',
+    **{name: 'scontrol show hostnames "$SLURM_JOB_NODELIST"'
+       for name in SLURM_SCHEDULERS},
     'pbs': 'sort -u "$PBS_NODEFILE"',
     'torque': 'sort -u "$PBS_NODEFILE"',
 }
@@ -41,27 +38,3 @@ def read_nodes_file(path: str) -> list[str]:
         return []
     return list(dict.fromkeys(name for name in names if name))
 
-
-class JobNodes(rfm.RegressionTestPlugin):
-    #: Run on exactly these nodes (Slurm --nodelist); empty = anywhere.
-    pinned_nodes = variable(typ.List[str], value=[])
-
-    #: The nodes the job ran on, as its script recorded them.
-    job_nodes = variable(typ.List[str], value=[])
-
-    @run_before('run')
-    def _pin_and_record_nodes(self):
-        if self.is_local():
-            return
-        if self.pinned_nodes:
-            self.job.pin_nodes = list(self.pinned_nodes)
-        record = record_nodes_command(self.job.scheduler.registered_name)
-        if record:
-            self.prerun_cmds.insert(0, record)
-            self.keep_files.append(NODES_FILE)
-
-    @run_after('run')
-    def _read_job_nodes(self):
-        if not self.is_local():
-            self.job_nodes = read_nodes_file(
-                os.path.join(self.stagedir, NODES_FILE))

@@ -2,15 +2,16 @@
 
 One hook, before run, in this order: the job is watched while it waits
 (progress.py prints a line a minute), a job no node of the partition can
-hold is skipped (node_fit.py says why), and the job gets its wall-clock
-limit (time_limit.py). The rules are in those modules; this plugin only
-applies them to the test.
+hold is skipped (node_fit.py says why), the job gets its wall-clock limit
+(time_limit.py) and its launcher the partition's options (launch.py: e.g.
+``--mpi=pmix`` where Slurm's MpiDefault is none). The rules are in those
+modules; this plugin only applies them to the test.
 """
 from __future__ import annotations
 
 import reframe as rfm
 
-from . import node_fit, progress, time_limit
+from . import launch, node_fit, progress, time_limit
 
 
 class JobRequest(rfm.RegressionTestPlugin):
@@ -54,3 +55,5 @@ class JobRequest(rfm.RegressionTestPlugin):
             self.time_limit = time_limit.limit_seconds(
                 self.expected_seconds() * self.fan_rounds(),
                 self.time_limit_factor)
+        launch.add_options(self.job,
+                           partition.extras.get('launcher_options', []))

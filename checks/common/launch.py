@@ -12,6 +12,8 @@ knows each launcher's spelling (srun, Open MPI's mpirun/mpiexec, local).
 - ``one_rank_per_node(launcher)``: what places one rank on each node.
 - ``single_process(launcher)``: the launcher one multi-threaded process
   needs (mpirun would bind it to one core; srun keeps --cpus-per-task).
+- ``on_every_node(command, scheduler)``: the job-script line that runs a
+  shell command once on every node of the job (the node probe's).
 
 [] / None: a launcher whose flags we do not know (the row then says so).
 """
@@ -73,3 +75,20 @@ def add_options(job, options: list[str]) -> None:
     for option in options:
         if option not in job.launcher.options:
             job.launcher.options.append(option)
+
+
+def on_every_node(command: str, scheduler: str) -> str:
+    """The job-script line that runs the shell *command* once on every node
+    of the job, from the stage directory. On Slurm, in a job of several
+    nodes, one ``srun --overlap`` step with one task on each node
+    (https://slurm.schedmd.com/srun.html, ``--overlap``: beside the job's
+    own steps), and the batch script's node alone where that step cannot
+    start; in a one-node job, and elsewhere (PBS, local), the node that
+    runs the batch script. Its output is dropped and it never fails the
+    job."""
+    if scheduler in SLURM_SCHEDULERS:
+        command = (f'if [ "${{SLURM_JOB_NUM_NODES:-1}}" -gt 1 ]; then '
+                   f'srun --overlap --nodes="$SLURM_JOB_NUM_NODES" '
+                   f'--ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 '
+                   f'{command} || {command}; else {command}; fi')
+    return f'{{ {command}; }} >/dev/null 2>&1 || true'

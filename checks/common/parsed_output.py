@@ -13,7 +13,7 @@ from .. import parsers
 from .job_end import time_limit_reason
 
 # Lines a job script prints when it cannot even start the tool
-# (see tools.ExternalTool); they explain a failure better than the parser.
+# (see external_tool.py); they explain a failure better than the parser.
 GUARD_PREFIX = 'clusterproof: '
 
 

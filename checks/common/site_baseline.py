@@ -5,7 +5,7 @@ acceptance read it: the entries `clusterproof baseline` wrote
 An entry is found by the cluster, the test class, the reference key the
 row is stored with (checks/common/reference_key.py) and the device; it is
 a layer of its own, checked beside the published reference and never in
-its place. No ReFrame here: the plugin is site_baseline_judging.py.
+its place. No ReFrame here: the plugin is site_baseline_verdicts.py.
 """
 from __future__ import annotations
 

@@ -1,21 +1,17 @@
 """The VM size each node says it is, next to the nodes the job records.
 
-The job script asks the Azure Instance Metadata Service (IMDS) for
-``compute/vmSize`` with the ``Metadata: true`` header IMDS requires and a
-2 s limit, and writes what it answered into a file of the stage directory;
-no answer, or anything that is not a VM size, leaves nothing
+Every node of the job asks the Azure Instance Metadata Service (IMDS) for
+``compute/vmSize`` once, in the node probe before the run (node_probe.sh,
+with the ``Metadata: true`` header IMDS requires and a 2 s limit), and the
+answer is the ``vm-size`` section of the node's ``before`` file; no answer,
+or anything that is not a VM size, leaves nothing
 (learn.microsoft.com/azure/virtual-machines/instance-metadata-service).
 The URL is the partition's ``extras['vm_size_url']`` (config/systems:
 CLUSTERPROOF_IMDS_URL, else IMDS itself on Azure; the sandbox asks only when
 the variable is set). ``%n`` in it stands for the node's Slurm name, for
-stand-ins that serve several fake nodes from one host.
-
-IMDS answers for the VM that asks, so every node asks for itself, once: on
-Slurm, in a job of several nodes, one ``srun --overlap`` step with a task on
-each node, each writing ``VM_SIZES_DIR/<node>.txt``
-(https://slurm.schedmd.com/srun.html, ``--overlap``); in a one-node job (or
-when that step fails) the batch script, on the job's first node
-(VM_SIZE_FILE). Elsewhere (PBS) only the first node's size is known.
+stand-ins that serve several fake nodes from one host. On Slurm every node
+of the job asks for itself; elsewhere (PBS) only the node that runs the
+batch script (launch.on_every_node).
 
 A node whose size is not the partition's declared SKU is a mismatch: in a
 job that measures its nodes together the job's results are informational
@@ -25,59 +21,15 @@ why), as its one-node job's would be.
 """
 from __future__ import annotations
 
-import os
 import re
-import shlex
 
-import reframe as rfm
-import reframe.utility.typecheck as typ
-
-from . import fan_out
-from .job_nodes import NODES_FILE, read_nodes_file
-from .launch import SLURM_SCHEDULERS
-
-VM_SIZE_FILE = 'clusterproof_vm_size.txt'
-VM_SIZES_DIR = 'clusterproof_vm_sizes'
-TIMEOUT_S = 2
-NODE_PLACEHOLDER = '%n'
-_NODE_NAME = '"${SLURMD_NODENAME:-$(hostname -s)}"'
+#: The section of a node's ``before`` file that holds IMDS's answer.
+SECTION = 'vm-size'
 _VM_SIZE = re.compile(r'^[A-Za-z][A-Za-z0-9_-]{0,79}$')
-
 
 #: What a node without curl writes instead of its size (not a VM size:
 #: it has spaces), so that the run says why the size is unknown.
 NO_HTTP_CLIENT = 'no HTTP client: curl is not installed on'
-
-
-def _ask(url: str, into: str) -> str:
-    parts = [shlex.quote(piece) for piece in url.split(NODE_PLACEHOLDER)]
-    missing = f'{NO_HTTP_CLIENT} {_NODE_NAME}'
-    return (f"if command -v curl >/dev/null 2>&1; then "
-            f"curl -s -f -m {TIMEOUT_S} -H 'Metadata: true' --noproxy '*' "
-            f"{_NODE_NAME.join(parts)} > {into} 2>/dev/null || true; "
-            f'else echo "{missing}" | tee {into} >&2; fi')
-
-
-def record_command(url: str) -> str:
-    """Shell that writes the VM size IMDS reports to the node running the
-    batch script (or nothing) to VM_SIZE_FILE; never fails the job."""
-    return _ask(url, VM_SIZE_FILE)
-
-
-def record_every_node_command(url: str) -> str:
-    """Shell that has every node of a Slurm job ask once: in a job of
-    several nodes each writes its own VM size to VM_SIZES_DIR/<node>.txt
-    (the batch script's node among them, not asked again), in a one-node
-    job (or when that step fails) the batch script's node writes
-    VM_SIZE_FILE; never fails the job."""
-    ask = _ask(url, f'{VM_SIZES_DIR}/{_NODE_NAME}.txt')
-    first = record_command(url)
-    return (f'if [ "${{SLURM_JOB_NUM_NODES:-1}}" -gt 1 ]; then '
-            f'mkdir -p {VM_SIZES_DIR} && srun --overlap '
-            f'--nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" '
-            f'--ntasks-per-node=1 '
-            f'sh -c {shlex.quote(ask)} >/dev/null 2>&1 || {first}; '
-            f'else {first}; fi')
 
 
 def parse_vm_size(text: str) -> str:
@@ -86,45 +38,34 @@ def parse_vm_size(text: str) -> str:
     return value if _VM_SIZE.match(value) else ''
 
 
-def read_vm_size(path: str) -> str:
-    try:
-        with open(path, errors='replace') as fp:
-            return parse_vm_size(fp.read(200))
-    except OSError:
-        return ''
+def _answers(samples: dict) -> dict[str, str]:
+    """{node: the vm-size section of its before sample} (samples:
+    health_sampling.samples_of)."""
+    return {node: entry['before'].text(SECTION)
+            for node, entry in samples.items()
+            if entry.get('before') is not None}
 
 
-def no_http_client(stagedir: str) -> list[str]:
-    """What the job's nodes wrote when they had no curl to ask with."""
-    paths = [os.path.join(stagedir, VM_SIZE_FILE)]
-    folder = os.path.join(stagedir, VM_SIZES_DIR)
-    if os.path.isdir(folder):
-        paths += [os.path.join(folder, name)
-                  for name in sorted(os.listdir(folder))]
-    said = []
-    for path in paths:
-        try:
-            with open(path, errors='replace') as fp:
-                text = fp.read(300).strip()
-        except OSError:
-            continue
-        if text.startswith(NO_HTTP_CLIENT) and text not in said:
-            said.append(text)
-    return said
-
-
-def read_node_sizes(stagedir: str, nodes: list[str]) -> dict[str, str]:
-    """{node: VM size} of the job's *nodes* that answered: each node's own
-    file, else (the first node) the batch script's."""
+def node_sizes(samples: dict, nodes: list[str]) -> dict[str, str]:
+    """{node: VM size} of the job's *nodes* that answered, in their order
+    (every sampled node where the job recorded none)."""
+    answers = _answers(samples)
     sizes = {}
-    for index, node in enumerate(nodes):
-        size = read_vm_size(os.path.join(stagedir, VM_SIZES_DIR,
-                                         f'{node}.txt'))
-        if not size and index == 0:
-            size = read_vm_size(os.path.join(stagedir, VM_SIZE_FILE))
+    for node in nodes or sorted(answers):
+        size = parse_vm_size(answers.get(node, ''))
         if size:
             sizes[node] = size
     return sizes
+
+
+def no_http_client(samples: dict) -> list[str]:
+    """What the job's nodes wrote when they had no curl to ask with."""
+    said = []
+    for text in _answers(samples).values():
+        text = text.strip()
+        if text.startswith(NO_HTTP_CLIENT) and text not in said:
+            said.append(text)
+    return said
 
 
 def mismatch(partition: str, declared: str, observed: str, node: str) -> str:
@@ -151,83 +92,3 @@ def slurm_partition(partition) -> str:
         if option.startswith('--partition='):
             return option.split('=', 1)[1]
     return partition.name
-
-
-class VmSize(rfm.RegressionTestPlugin):
-    #: What IMDS said the job's (first) node is, or, in a batch job that
-    #: measures each node on its own, the size the batch is judged as;
-    #: '' = no answer.
-    vm_sku_observed = variable(str, value='')
-
-    #: Set when a node of a job that measures its nodes together differs
-    #: from the partition's declared SKU.
-    vm_sku_mismatch = variable(str, value='')
-
-    #: Node -> what IMDS said it is, for every node that answered.
-    node_vm_skus = variable(typ.Dict[str, str], value={})
-
-    #: Node -> why it is not the partition's declared SKU (every node of
-    #: the job that differs).
-    vm_sku_mismatches = variable(typ.Dict[str, str], value={})
-
-    def measures_each_node_alone(self) -> bool:
-        """True where a batch job measures each node on its own
-        (fanned_job.py says so); each node is then judged by its own
-        size."""
-        return False
-
-    def judge_without_verdict(self, reason: str) -> None:
-        """A node of the job is not the partition's SKU: a check judged
-        against references shows its values without a verdict
-        (sku_references.py); nothing to do for one without."""
-
-    def groups_of_another_sku(self, labels) -> dict[str, str]:
-        """Group label (a node, 'a+b' a pair: fan_out.py) -> the VM size of
-        its first node that is not what the partition declares, for each
-        of *labels* that has one."""
-        found = {}
-        for label in labels:
-            odd = [node for node in fan_out.group_nodes(label)
-                   if node in self.vm_sku_mismatches
-                   and node in self.node_vm_skus]
-            if odd:
-                found[label] = self.node_vm_skus[odd[0]]
-        return found
-
-    @run_before('run')
-    def _record_vm_size(self):
-        url = self.current_partition.extras.get('vm_size_url')
-        if self.is_local() or not url:
-            return
-        if self.job.scheduler.registered_name in SLURM_SCHEDULERS:
-            line = record_every_node_command(url)
-            self.keep_files.append(VM_SIZES_DIR)
-        else:
-            line = record_command(url)
-        self.prerun_cmds[0:0] = [line]  # before any cd
-        self.keep_files.append(VM_SIZE_FILE)
-
-    @run_after('run')
-    def _read_vm_size(self):
-        if self.is_local():
-            return
-        nodes = read_nodes_file(os.path.join(self.stagedir, NODES_FILE))
-        sizes = read_node_sizes(self.stagedir, nodes or ['?'])
-        partition = slurm_partition(self.current_partition)
-        declared = self.current_partition.extras.get('vm_sku', '')
-        self.node_vm_skus = sizes
-        for problem in no_http_client(self.stagedir):
-            self.logger.warning(f'{self.name}: VM size not recorded: '
-                                f'{problem}')
-        self.vm_sku_mismatches = {
-            node: found for node, size in sizes.items()
-            if (found := mismatch(partition, declared, size, node))}
-        if self.measures_each_node_alone():
-            # fanned_job.py judges each node by its own size
-            self.vm_sku_observed = batch_size(sizes, declared)
-            return
-        self.vm_sku_observed = next(iter(sizes.values()), '')
-        if self.vm_sku_mismatches:
-            found = '; '.join(self.vm_sku_mismatches.values())
-            self.vm_sku_mismatch = found
-            self.judge_without_verdict(found)

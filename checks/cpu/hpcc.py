@@ -15,7 +15,7 @@ import math
 import reframe as rfm
 
 from ..common.benchmark import BenchmarkTest
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..common.size_profile import SizeProfile
 from .hpl_input import expected_seconds, hpl_dat, process_grid
 

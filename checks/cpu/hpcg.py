@@ -8,7 +8,7 @@ import reframe as rfm
 
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackHpcg
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..common.size_profile import SizeProfile
 
 HINT = ('Spack: spack install hpcg +openmp, then spack load hpcg (binary '

@@ -22,7 +22,7 @@ import reframe.utility.typecheck as typ
 
 from ..common import references
 from ..common.benchmark import BenchmarkTest
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..common.parsed_output import GUARD_PREFIX
 from ..common.size_profile import SizeProfile
 from ..common.spack import FromSpack, SpackHpl
@@ -77,6 +77,10 @@ class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
     layout_source = variable(str, value='')
 
     @run_after('setup')
+    def lay_out_and_size_the_run(self):
+        self.apply_published_layout()
+        self.set_sizes_and_checks()
+
     def apply_published_layout(self):
         recipe = self.partition_extra('hpl_layout')
         if self.tasks_per_node or self.threads_per_task != 1:
@@ -99,7 +103,6 @@ class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
             self.partition_extra('fact_sources', {}).get('hpl_layout')
             or 'extras hpl_layout')
 
-    @run_after('setup')
     def set_sizes_and_checks(self):
         self.env_vars['OMP_NUM_THREADS'] = str(self.threads_per_task)
         self.parser_options = {'expected_tasks': self.num_tasks}

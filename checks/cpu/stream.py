@@ -20,7 +20,7 @@ import reframe.utility.typecheck as typ
 from ..common import launch
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackStream
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..common import references
 from . import stream_method
 

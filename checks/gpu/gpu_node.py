@@ -25,11 +25,10 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
-from ..common.health_sampling import HealthSampling
-from ..common.job_nodes import JobNodes
-from ..common.tools import ExternalTool
-from ..common.vm_size import VmSize
-from ..health import gpu_node, judge, rules
+from ..common import measurements
+from ..common.node_probe import NodeProbe
+from ..common.external_tool import ExternalTool
+from ..health import assessment, gpu_node, rules
 from ..parsers import dcgmi, nvidia_smi
 
 #: The marker before each GPU's answer (nvidia_smi.MARK reads it).
@@ -52,8 +51,7 @@ def identities_command(seconds: int) -> str:
     return f'timeout {seconds} nvidia-smi -q > {IDS_FILE} 2>&1 || true'
 
 
-class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobNodes, VmSize,
-                   HealthSampling):
+class GpuNodeCheck(rfm.RunOnlyRegressionTest, NodeProbe):
     """One job on one GPU node; its findings per GPU (not a test). The
     health sampler runs around it as around every check (its ``nvidia-smi
     nvlink -e`` counters before and after the job give the deltas), and
@@ -76,6 +74,11 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobNodes, VmSize,
         self.num_gpus_per_node = self.current_partition.extras.get(
             'gpus_per_node', 0)
 
+    def measurements(self, logged: dict | None = None) -> dict:
+        """What this test measured: ReFrame's perf variable name -> its
+        Measurement (checks/common/measurements.py), one row each."""
+        return measurements.of_test(self, logged)
+
     def expected_gpus(self) -> gpu_node.Expected:
         extras = self.current_partition.extras
         return gpu_node.expected(extras.get('vm_sku'),
@@ -92,9 +95,9 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobNodes, VmSize,
         with open(path, errors='replace') as fp:
             return fp.read()
 
-    def keep(self, result: judge.Assessment) -> None:
+    def keep(self, result: assessment.Assessment) -> None:
         """This check's findings and rows beside the sampler's."""
-        failing = [f for f in result.findings if f.severity == judge.FAIL]
+        failing = [f for f in result.findings if f.severity == assessment.FAIL]
         self.health_findings = list(self.health_findings) + [
             f.as_dict() for f in result.findings]
         self.health_rows = list(self.health_rows) + [

@@ -186,6 +186,11 @@ class NcclBase(BenchmarkTest):
         return ('nvlink',) if not self.multinode else FABRICS[1:]
 
     @run_after('setup')
+    def set_up_the_run(self):
+        self.set_fabric()
+        self.set_layout()
+        self.set_environment()
+
     def set_fabric(self):
         fabric = self.expected_fabric()
         allowed = self.allowed_fabrics()
@@ -194,7 +199,6 @@ class NcclBase(BenchmarkTest):
                              f'{", ".join(allowed + (UNCHECKED,))}')
         self.fabric = fabric
 
-    @run_after('setup')
     def set_layout(self):
         gpus = self.partition_extra('gpus_per_node', 0)
         # Also guards partitions that carry 'gpu' without a GPU count.
@@ -210,7 +214,6 @@ class NcclBase(BenchmarkTest):
             'fabric': None if self.expected_fabric() == UNCHECKED
             else self.expected_fabric()}
 
-    @run_after('setup')
     def set_environment(self):
         multinode = (self.partition_extra('nccl_env_multinode', {})
                      if self.multinode else {})
@@ -220,6 +223,10 @@ class NcclBase(BenchmarkTest):
         self.env_vars.update(env)
 
     @run_before('run')
+    def write_the_command(self):
+        self.choose_topo_file()
+        self.set_command_line()
+
     def choose_topo_file(self):
         candidates = self.partition_extra('nccl_topo_files', [])
         if 'NCCL_TOPO_FILE' in self.env_vars or not candidates:
@@ -237,7 +244,6 @@ class NcclBase(BenchmarkTest):
         except OSError:
             pass
 
-    @run_before('run')
     def set_command_line(self):
         if self.cpu_bind:
             launch.add_options(self.job, launch.binding_options(

@@ -20,8 +20,8 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
-from ..common.job_nodes import JobNodes
-from ..common.vm_size import VmSize
+from ..common import measurements
+from ..common.node_probe import NodeProbe
 from ..parsers.nvidia_fabric import node_fabric
 
 IMEX_PREFIX = 'clusterproof-imex: '
@@ -36,7 +36,7 @@ def imex_state(text: str) -> str:
 
 
 @rfm.simple_test
-class NvlinkFabric(rfm.RunOnlyRegressionTest, JobNodes, VmSize):
+class NvlinkFabric(rfm.RunOnlyRegressionTest, NodeProbe):
     descr = 'NVLink domain, fabric registration and IMEX of a GB200/GB300 VM'
     valid_systems = ['+gpu']
     valid_prog_environs = ['builtin']
@@ -44,11 +44,18 @@ class NvlinkFabric(rfm.RunOnlyRegressionTest, JobNodes, VmSize):
     executable = 'nvidia-smi'
     executable_opts = ['-q']
     time_limit = '5m'
+    # it records its node and the node's VM size, but samples no health
+    health_sampling = False
 
     #: '<ClusterUUID>/<CliqueId>' shared by every GPU; '' when none.
     nvlink_domain = variable(str, value='')
     #: What is wrong with the fabric or IMEX ([] = healthy).
     fabric_problems = variable(typ.List[str], value=[])
+
+    def measurements(self, logged: dict | None = None) -> dict:
+        """What this test measured: ReFrame's perf variable name -> its
+        Measurement (checks/common/measurements.py), one row each."""
+        return measurements.of_test(self, logged)
 
     @run_after('setup')
     def only_on_nvlink_racks(self):

@@ -4,7 +4,7 @@
   partition's ``gpus_per_node`` GPUs: each stored row holds the metric, the
   device (``gpu<i>``) and, through ``metric_gpus``, the GPU's index, PCI bus
   id and serial (gpu_columns in rows/builder.py), read from the ``nvidia-smi -q -x``
-  the health sampler takes before the run (checks/common/health_sample.sh),
+  the health sampler takes before the run (checks/common/node_probe.sh),
   so that nothing probes the node twice.
 - Each metric's theoretical limit comes from peaks.yaml's ``gpu`` figures
   (``hbm_bw``, ``nvlink_bw``), named per metric by the check
@@ -15,14 +15,11 @@
 """
 from __future__ import annotations
 
-import os
-
 import reframe.utility.typecheck as typ
 
 from .. import parsers
 from ..common import launch, references
 from ..common.benchmark import BenchmarkTest
-from ..common.health_sampling import SAMPLES_DIR, samples_of
 from ..health import gpu as gpu_state
 
 #: peaks.yaml's family of per-GPU hardware limits
@@ -109,8 +106,8 @@ class PerGpuBenchmark(BenchmarkTest):
 
     @run_after('run')
     def name_the_gpus(self):
-        found = gpu_identities(samples_of(os.path.join(self.stagedir,
-                                                       SAMPLES_DIR)))
+        # the probe's files, as NodeProbe read them (node_probe.py)
+        found = gpu_identities(self.node_samples)
         self.metric_gpus = {
             gpu_var(metric, i): found.get(i, {'index': i})
             for metric in self.gpu_metrics for i in range(self.gpu_count())}

@@ -1,3 +1,3 @@
 """Node health around every test: pure functions from the job's samples
-(checks/common/health_sample.sh) to rows, findings and the node's
+(checks/common/node_probe.sh) to rows, findings and the node's
 fingerprint. The ReFrame side is checks/common/health_sampling.py."""

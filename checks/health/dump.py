@@ -1,4 +1,4 @@
-"""One sample file of checks/common/health_sample.sh, split into sections."""
+"""One sample file of checks/common/node_probe.sh, split into sections."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,7 +1,7 @@
 """The node's fingerprint: what software and firmware a row was measured on.
 
 From the before-sample's 'fingerprint' section (checks/common/
-health_sample.sh), its InfiniBand firmware and GPU XML, the Hyper-V KVP
+node_probe.sh), its InfiniBand firmware and GPU XML, the Hyper-V KVP
 pool the sampler copied, and the NCCL log of an nccl-tests run. Keys are the
 results table's fingerprint columns (bicep/results_schema.json)."""
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Every GPU of one node accounted for: the GPU node checks' outputs
-(checks/gpu/gpu_node.py) -> rows and findings, as the health judge gives
-them (judge.Row, judge.Finding), each about one GPU named by its index, PCI
-bus id and serial.
+(checks/gpu/gpu_node.py) -> rows and findings, as the health assessment
+gives them (assessment.Row, assessment.Finding), each about one GPU named
+by its index, PCI bus id and serial.
 
 - inventory: each GPU's ``nvidia-smi -q -i N`` (and its exit status) against
   the SKU's GPU count, bus ids where a public layout gives them, persistence
   mode and ECC (checks/references/health.yaml): a GPU missing, one that did
   not answer within the time limit, a mode other than the SKU's;
 - NVLink: each GPU's ``nvidia-smi nvlink -s`` against the SKU's link count
-  and speed (judge.nvlink_state, the one NVLink judge);
+  and speed (assessment.nvlink_state, the one NVLink assessment);
 - DCGM: each plugin's result per GPU (checks/parsers/dcgmi.py): a failing
   GPU is bad, an internal error of the test is the node's test's (no GPU
   named), a plugin skipped on every GPU is not measured.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..parsers import dcgmi, nvidia_smi
-from . import judge, nvlink
+from . import assessment, nvlink
 
 INVENTORY_METRIC = 'gpu_inventory'
 NVLINK_METRIC = 'nvlink'
@@ -95,7 +95,7 @@ def _exits(text: str) -> dict[int, int]:
     return found
 
 
-def _named(collector: judge._Node, gpu: dict | None) -> None:
+def _named(collector: assessment._Node, gpu: dict | None) -> None:
     """Every row and finding of one device names its GPU."""
     if not gpu:
         return
@@ -106,9 +106,9 @@ def _named(collector: judge._Node, gpu: dict | None) -> None:
 
 
 def inventory(node: str, text: str, want: Expected, rules: dict,
-              time_limit_s: int) -> judge.Assessment:
+              time_limit_s: int) -> assessment.Assessment:
     """The inventory of one node from its GPUs' answers."""
-    collector = judge._Node(node, rules)
+    collector = assessment._Node(node, rules)
     gpus, _ = nvidia_smi.gpu_sections(text)
     exits = _exits(text)
     seen = {str(g.get('bus_id', '')).upper(): g for g in gpus}
@@ -165,15 +165,15 @@ def inventory(node: str, text: str, want: Expected, rules: dict,
         _named(collector, {'index': gpu['index'], 'bus_id': gpu.get('bus_id'),
                            'serial': gpu.get('serial')})
     for row in collector.result.rows:
-        if row.metric == judge.SUMMARY_METRIC:
+        if row.metric == assessment.SUMMARY_METRIC:
             row.metric = INVENTORY_METRIC
     return collector.result
 
 
 def nvlinks(node: str, status_text: str, smi_text: str, rules: dict,
-            nominal: judge.Nominal) -> judge.Assessment:
+            nominal: assessment.Nominal) -> assessment.Assessment:
     """Each GPU's NVLinks against the SKU's, every GPU named."""
-    collector = judge._Node(node, rules)
+    collector = assessment._Node(node, rules)
     ids = identities(smi_text)
     by_uuid = {}
     for gpu in nvidia_smi.gpu_sections(smi_text)[0]:
@@ -183,7 +183,8 @@ def nvlinks(node: str, status_text: str, smi_text: str, rules: dict,
                                .items()):
         index = by_uuid.get(links.uuid, index)
         device = f'gpu{index}'
-        found = judge.nvlink_state(collector, device, index, links, nominal)
+        found = assessment.nvlink_state(collector, device, index, links,
+                                        nominal)
         collector.summary(device, found, {
             'links_active': len(links.active),
             'links_inactive': links.inactive,
@@ -191,19 +192,19 @@ def nvlinks(node: str, status_text: str, smi_text: str, rules: dict,
             'uuid': links.uuid})
         _named(collector, ids.get(index, {'index': index}))
     for row in collector.result.rows:
-        if row.metric == judge.SUMMARY_METRIC:
+        if row.metric == assessment.SUMMARY_METRIC:
             row.metric = NVLINK_METRIC
     return collector.result
 
 
 def diagnostics(node: str, parsed, smi_text: str, rules: dict
-                ) -> tuple[judge.Assessment, list[str], list[str]]:
+                ) -> tuple[assessment.Assessment, list[str], list[str]]:
     """(rows and GPU findings, internal errors of the test, plugins skipped
     on every GPU) of one ``dcgmi diag``."""
-    collector = judge._Node(node, rules)
+    collector = assessment._Node(node, rules)
     ids = identities(smi_text)
     results = parsed.details.get('results', [])
-    _, source = judge._rule(rules, 'gpu', 'dcgm_diag')
+    _, source = assessment._rule(rules, 'gpu', 'dcgm_diag')
     internal, by_plugin = [], {}
     for result in results:
         by_plugin.setdefault(result['plugin'], set()).add(result['status'])
@@ -216,7 +217,7 @@ def diagnostics(node: str, parsed, smi_text: str, rules: dict
             internal.append(reason)
         row_result = {dcgmi.PASS: 'pass', dcgmi.FAIL: 'fail',
                       dcgmi.SKIP: 'not_measured'}.get(status, 'informational')
-        collector.result.rows.append(judge.Row(
+        collector.result.rows.append(assessment.Row(
             node, device, metric, 1.0 if status == dcgmi.FAIL else 0.0,
             'failures', row_result, reference=0, reason=reason
             if status != dcgmi.PASS else '', source=source,
@@ -226,8 +227,9 @@ def diagnostics(node: str, parsed, smi_text: str, rules: dict
         if status == dcgmi.FAIL and gpu is not None:
             said = reason[len(f'GPU {gpu} '):] \
                 if reason.startswith(f'GPU {gpu} ') else reason
-            collector.result.findings.append(judge.Finding(
-                node, device, metric, judge.FAIL, f'GPU {gpu} DCGM {said}',
+            collector.result.findings.append(assessment.Finding(
+                node, device, metric, assessment.FAIL,
+                f'GPU {gpu} DCGM {said}',
                 1.0, 0, source))
         _named(collector, ids.get(gpu, {'index': gpu})
                if gpu is not None else None)

@@ -4,7 +4,7 @@ PCIe link and NVLinks (health.yaml)."""
 from __future__ import annotations
 
 from ..common import references
-from .judge import Nominal
+from .assessment import Nominal
 
 FAMILY = 'health'
 

@@ -15,7 +15,7 @@ import reframe.utility.typecheck as typ
 from .. import parsers
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackOsu
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..parsers import osu
 
 # What OMB measures up to when not told otherwise (-m)
@@ -75,6 +75,10 @@ class OsuBase(BenchmarkTest, NodeLayout):
                 'buffer': self.buffer}
 
     @run_after('setup')
+    def find_osu_and_its_buffers(self):
+        self.set_hpcx_path()
+        self.skip_cuda_without_gpus()
+
     def set_hpcx_path(self):
         if self.osu_dir:
             return
@@ -83,7 +87,6 @@ class OsuBase(BenchmarkTest, NodeLayout):
         # Expanded by the job script, after the environment's modules load.
         self.env_vars['PATH'] = f'${{{hpcx_dir}:+${hpcx_dir}:}}$PATH'
 
-    @run_after('setup')
     def skip_cuda_without_gpus(self):
         if self.buffer == 'cuda':
             self.skip_if(not self.partition_extra('gpus_per_node', 0),

@@ -22,7 +22,7 @@ from reframe.core.exceptions import SanityError
 
 from ..common import launch
 from ..common.benchmark import BenchmarkTest
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..common.scratch import JOB_TAG_COMMAND, job_scratch_dir
 
 FIRST_RUN = 'first.err'
@@ -112,13 +112,16 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
         return ' '.join(self.job.launcher.run_command(self.job).split())
 
     @run_before('run')
+    def write_the_command(self):
+        self.supported_launcher()
+        self.set_command_line()
+
     def supported_launcher(self):
         launcher = self.job.launcher.registered_name
         self.skip_if(launch.one_rank_per_node(launcher) is None,
                      f'launcher {launcher} is not supported: mpi-stage needs '
                      'one rank per node (srun, Open MPI mpirun or mpiexec)')
 
-    @run_before('run')
     def set_command_line(self):
         self.prerun_cmds.append(JOB_TAG_COMMAND)
         if self.source_file:

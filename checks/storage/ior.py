@@ -30,7 +30,7 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 
 from ..common.benchmark import BenchmarkTest
-from ..common.layout import NodeLayout
+from ..common.node_layout import NodeLayout
 from ..common.scratch import JOB_TAG_COMMAND, job_scratch_dir
 from ..common.size_profile import SizeProfile
 from ..common.spack import FromSpack, SpackIor

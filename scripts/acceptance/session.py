@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from checks.common.launch import SLURM_SCHEDULERS
 from config.results.azure import ingestion
 from config.results.store import sessions, files as store
 from scripts.guest_health import follow_up
@@ -23,7 +24,6 @@ from .findings import PEERS, SITE_BASELINE
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / 'config' / 'config.py'
-SLURM_SCHEDULERS = ('slurm', 'squeue')
 DEFAULT_DRAIN_FRACTION = 0.1
 
 EXIT_GOOD, EXIT_FINDINGS, EXIT_BROKEN = 0, 1, 2

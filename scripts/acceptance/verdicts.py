@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from checks.common import site_baseline
-from config.results.rows import builder, judge
+from checks.common import measurements, site_baseline
+from config.results.rows import judge
 
 from . import health
 from .findings import (BAD, FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
@@ -23,7 +23,7 @@ from .slurm import is_powered_down, is_usable
 
 # Phases in which the tool ran and its output was judged.
 MEASURED_PHASES = {'sanity', 'performance'}
-TOOL_MISSING_EXIT = 127  # the job's tool guard (checks/common/tools.py)
+TOOL_MISSING_EXIT = 127  # the job's tool guard (checks/common/external_tool.py)
 _PIN_PARAMETER = re.compile(r'\s*%\.?pinned_nodes=\S+')
 _SCHEDULER_TROUBLE = ('job scheduler error', 'spawned process error',
                       'cancelled by user', 'aborted due to')
@@ -160,7 +160,8 @@ def _metric_findings(case: dict, base: dict, group: str) -> list[Finding]:
     group_of = case.get('metric_groups') or {}
     for key, info in (case.get('perfvalues') or {}).items():
         value, ref, lower, upper, unit, result = (list(info) + [None] * 6)[:6]
-        metric, measured = builder.split_group(key.split(':')[-1], group_of)
+        metric, measured = measurements.split_group(key.split(':')[-1],
+                                                    group_of)
         if group_of and measured != group:
             continue   # another node's or pair's value of a batch case
         verdict = judge.perf_result(result, ref, lower, upper)
@@ -187,7 +188,7 @@ def _bound_missed(value, ref, lower, upper) -> str:
 
 def failed_on_site_baseline(case: dict) -> bool:
     """Whether the case failed on the site baseline alone
-    (checks/common/site_baseline_judging.py): judged per metric from its rows
+    (checks/common/site_baseline_verdicts.py): judged per metric from its rows
     after the run (judge.baseline_judgements), not one failure per node."""
     return case.get('fail_phase') == 'performance' and \
         f'{site_baseline.LABEL}: ' in str(case.get('fail_reason') or '')

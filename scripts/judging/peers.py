@@ -3,40 +3,80 @@ same test case (its node pin stripped) on the same partition, SKU, metric
 and device.
 
 The rule (one definition; bicep/queries/node_outliers.kql says the same in
-KQL, and tests/query/test_judging_peers.py holds them to it on one store):
+KQL, and tests/query/test_judging_peers.py holds them to it on one store;
+scripts/judging/README.md explains it and tests/bench/judging_quality.py
+measures it):
 
+- only a check's primary metrics are judged (metrics.py); the others are
+  recorded only ('not judged', ``primary`` False);
 - a member is judged when it has at least ``min_peers`` peers (default 4,
   the node itself not counted: groups of 5 nodes or more);
 - a member's peers' median and median absolute deviation (MAD) leave the
   member itself out; the median is the nearest-rank 50th percentile (the
   lower middle value for an even count), which is what KQL's
-  ``percentile(x, 50)`` computes, so that Python and KQL agree exactly;
-- a member fails when it is worse than that median by more than
-  ``tolerance`` (a fraction, default 10%) **and** its robust z-score
-  ``(value - median) / (1.4826 * MAD)`` is beyond ``z_limit`` (default 3.5)
-  in the worse direction; where the MAD is 0 (identical peers) the
-  tolerance alone decides.
+  ``percentile(x, 50)`` computes, so that Python and KQL agree exactly
+  (the MAD floor below keeps the lower middle of a few peers from mattering:
+  a group whose two middle values differ much is a spread group);
+- the spread used is the larger of the peers' own (1.4826 x MAD over the
+  median) and the metric's healthy spread: the site baseline's where the
+  run wrote one on the row (``verdict_spread``), else the metric's assumed
+  default (metrics.py), at least ``MIN_SPREAD``; at least ``SMOKE_SPREAD``
+  for a smoke-size row (a quick problem, judged for gross faults only).
+  This is the MAD floor: identical or tight peers no longer make every
+  small deviation a huge robust z;
+- a group too noisy to judge (the peers' own spread above ``max_spread``,
+  default 10 %) is 'not judged', and says so ("not judged by peers: 4
+  peers, spread 30%");
+- a member fails when it is worse than the median by more than
+  ``tolerance`` (default 5 %: so that a 10 % loss is still found through
+  the noise of its measurement) **and** its robust z, ``(value - median) /
+  spread``, is beyond the node's limit in the worse direction;
+- the multiple-comparison guard: a node (a pair, for a pair check) with M
+  judged values in a run gets the per-value limit of Sidak's correction,
+  so that its chance of one false flag in the run is the same whatever M:
+  ``alpha = 1 - (1 - node_alpha) ** (1 / M)`` and the limit is the normal
+  quantile of ``1 - alpha``, where ``node_alpha`` is the one-sided normal
+  tail beyond ``z_limit`` (default 3.5). The quantile is Abramowitz and
+  Stegun's rational approximation 26.2.23 (absolute error < 4.5e-4), so
+  KQL computes the same number. M counts the member's primary values of
+  the run whose group has enough peers.
 
-Sources of the defaults: Azure's HBv4 STREAM guidance ("more than 10% below:
-check the configuration", https://learn.microsoft.com/azure/virtual-machines/hbv4-performance)
-and the MAD-based modified z-score cut-off of 3.5 (Iglewicz and Hoaglin,
-"How to Detect and Handle Outliers", ASQC 1993; see
-https://www.itl.nist.gov/div898/handbook/eda/section3/eda35h.htm).
+Sources: Azure's HBv4 STREAM guidance ("more than 10% below: check the
+configuration", https://learn.microsoft.com/azure/virtual-machines/hbv4-performance);
+the MAD-based modified z-score cut-off of 3.5 (Iglewicz and Hoaglin, "How
+to Detect and Handle Outliers", ASQC 1993; see
+https://www.itl.nist.gov/div898/handbook/eda/section3/eda35h.htm); Sidak's
+correction (https://en.wikipedia.org/wiki/%C5%A0id%C3%A1k_correction);
+Abramowitz and Stegun 26.2.23
+(https://personal.math.ubc.ca/~cbm/aands/page_933.htm).
 """
 from __future__ import annotations
 
 import bisect
+import json
+import math
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from scripts.judging import metrics
 from scripts.query import library
 
 MAD_SCALE = 1.4826   # x MAD estimates the standard deviation of a normal
-DEFAULT_TOLERANCE = 0.10
+DEFAULT_TOLERANCE = 0.05
 DEFAULT_Z_LIMIT = 3.5
 DEFAULT_MIN_PEERS = 4
+DEFAULT_MAX_SPREAD = 0.10
+#: the least spread assumed of any metric, whatever its baseline says
+MIN_SPREAD = 0.005
+#: the least spread assumed of a smoke-size row
+SMOKE_SPREAD = 0.05
+#: a value more than this many times off its peers' median (either way) is
+#: no measurement of a working node: "implausible value", not a percentage
+IMPLAUSIBLE_RATIO = 10.0
 VERDICT_FACILITY = 'clusterproof-acceptance'
+FAIL, PASS, NOT_JUDGED = 'fail', 'pass', 'not judged'
 
 # The parameters ReFrame appends to tell one node's copy of a test from
 # another's: acceptance pins (-P pinned_nodes=...) and --distribute.
@@ -56,16 +96,47 @@ def lower_is_better(metric: str | None, unit: str | None) -> bool:
         (unit or '').lower() in _LOWER_IS_BETTER_UNITS
 
 
+# --- the multiple-comparison guard -------------------------------------------
+
+def upper_tail(z: float) -> float:
+    """P(N(0, 1) > z)."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def normal_quantile_above(alpha: float) -> float:
+    """z with P(N(0, 1) > z) = alpha (0 < alpha <= 0.5): Abramowitz and
+    Stegun 26.2.23, written as node_outliers.kql writes it."""
+    t = math.sqrt(-2.0 * math.log(alpha))
+    return t - (2.515517 + 0.802853 * t + 0.010328 * t * t) / (
+        1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t)
+
+
+def value_z_limit(node_alpha: float, judged_values: int) -> float:
+    """The per-value robust z limit of a member with *judged_values*
+    judged values (Sidak)."""
+    alpha = 1.0 - pow(1.0 - node_alpha, 1.0 / max(judged_values, 1))
+    return normal_quantile_above(alpha)
+
+
 @dataclass(frozen=True)
 class Rule:
     tolerance: float = DEFAULT_TOLERANCE
     z_limit: float = DEFAULT_Z_LIMIT
     min_peers: int = DEFAULT_MIN_PEERS
+    max_spread: float = DEFAULT_MAX_SPREAD
+
+    @property
+    def node_alpha(self) -> float:
+        """A node's chance of a false flag per run, whatever its count of
+        judged values: the normal tail beyond z_limit."""
+        return upper_tail(self.z_limit)
 
     def describe(self) -> str:
         return (f'worse than the peers\' median by more than '
-                f'{100 * self.tolerance:g}% and |robust z| > {self.z_limit:g}'
-                f' (at least {self.min_peers} peers)')
+                f'{100 * self.tolerance:g}% and beyond the robust z limit '
+                f'({self.z_limit:g} for a node judged on one value, higher '
+                f'for more: Sidak; at least {self.min_peers} peers, spread '
+                f'at most {100 * self.max_spread:g}%)')
 
 
 @dataclass(frozen=True)
@@ -86,28 +157,67 @@ class Judgement:
     lower_is_better: bool
     peers: int
     median: float | None
-    mad: float | None
+    mad: float | None     # the peers' own MAD (before the floor)
     worse: float | None   # fraction worse than the median (<0: better)
-    robust_z: float | None
+    robust_z: float | None   # on the spread used (the floor applied)
     fail: bool
     row: dict | None = None
     rule: Rule = Rule()
+    status: str = PASS    # 'fail', 'pass' or 'not judged'
+    why: str = ''         # why not judged (or the failure's reason)
+    primary: bool = True  # False: a recorded-only metric
+    spread: float | None = None   # relative spread used (1 sd / median)
+    spread_source: str = ''
+    z_limit: float | None = None  # the per-value limit (the guard applied)
+    judged_values: int = 0        # M: the member's judged values in the run
+
+    @property
+    def implausible(self) -> bool:
+        return implausible(self.value, self.median)
+
+    @property
+    def tolerance_used(self) -> float | None:
+        """The smallest loss that fails here: the tolerance, or the z
+        limit times the spread used where that is larger."""
+        if self.spread is None or self.z_limit is None:
+            return None
+        return max(self.rule.tolerance, self.z_limit * self.spread)
 
     def still_fails(self, value: float) -> bool:
         """Whether *value* (the member measured again) fails against the
-        same peers."""
-        return self.median is not None and _fails(
-            value, self.median, self.mad, self.lower_is_better, self.rule)
+        same peers, spread and limit."""
+        return self.status != NOT_JUDGED and self.median is not None and \
+            self.z_limit is not None and _fails(
+                value, self.median, self.spread, self.lower_is_better,
+                self.rule.tolerance, self.z_limit)
 
     def reason(self, unit: str | None = None) -> str:
         unit = f' {unit}' if unit else ''
+        if self.status == NOT_JUDGED or self.median is None:
+            return self.why
+        if self.implausible:
+            return (f'implausible value: {self.value:,.6g}{unit} against the '
+                    f'{self.peers} peers\' median {self.median:,.6g}{unit} '
+                    f'(more than {IMPLAUSIBLE_RATIO:g}x off)')
         side = 'above' if self.lower_is_better else 'below'
         z = '' if self.robust_z is None else \
             f', robust z {self.robust_z:+.1f}'
+        limit = '' if self.z_limit is None else (
+            f' (limit {self.z_limit:.1f} for {self.judged_values} judged '
+            f'value{"s" if self.judged_values != 1 else ""}, spread '
+            f'{100 * self.spread:.2g}%: {self.spread_source})')
         how = (f'{abs(100 * self.worse):.1f}% {side} '
                if self.worse is not None else '')
         return (f'{how}the {self.peers} peers\' median '
-                f'{self.median:,.6g}{unit}{z}')
+                f'{self.median:,.6g}{unit}{z}{limit}')
+
+
+def implausible(value: float, median: float | None) -> bool:
+    if not median:
+        return False
+    ratio = value / median
+    return ratio <= 0 or ratio > IMPLAUSIBLE_RATIO or \
+        ratio < 1 / IMPLAUSIBLE_RATIO
 
 
 def _middle(count: int) -> int:
@@ -120,14 +230,11 @@ def _without(sorted_values: list[float], index: int, position: int) -> float:
     return sorted_values[position + 1 if position >= index else position]
 
 
-def judge_group(values: list[float], lower: bool, rule: Rule
-                ) -> list[tuple[int, float | None, float | None, bool]]:
-    """(peers, median, mad, fail) for each value, in the order given, each
-    against the others. O(n log n): the leave-one-out median takes at most
-    two values, so the deviations are sorted once for each."""
+def leave_one_out(values: list[float]) -> list[tuple[float, float]]:
+    """(median, MAD) of the others for each value, in the order given.
+    O(n log n): the leave-one-out median takes at most two values, so the
+    deviations are sorted once for each. Needs two values or more."""
     n = len(values)
-    if n - 1 < max(rule.min_peers, 1):
-        return [(n - 1, None, None, False)] * n
     order = sorted(range(n), key=values.__getitem__)
     ranks = [0] * n
     for rank, index in enumerate(order):
@@ -142,10 +249,47 @@ def judge_group(values: list[float], lower: bool, rule: Rule
             deviations[median] = sorted(abs(v - median) for v in values)
         devs = deviations[median]
         own = bisect.bisect_left(devs, abs(value - median))
-        mad = _without(devs, own, middle)
-        found.append((n - 1, median, mad,
-                      _fails(value, median, mad, lower, rule)))
+        found.append((median, _without(devs, own, middle)))
     return found
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: str
+    why: str
+    spread: float | None
+    z_limit: float | None
+
+
+def decide(value: float, median: float, mad: float, peers: int, lower: bool,
+           rule: Rule, floor: float, judged_values: int) -> Decision:
+    """One judged member: its status, the spread and limit used."""
+    if not median:
+        return Decision(NOT_JUDGED, 'not judged by peers: their median is 0',
+                        None, None)
+    own = MAD_SCALE * mad / abs(median)
+    if own > rule.max_spread:
+        return Decision(NOT_JUDGED, f'not judged by peers: {peers} peers, '
+                        f'spread {100 * own:.3g}%', None, None)
+    spread = max(own, floor)
+    z_limit = value_z_limit(rule.node_alpha, judged_values)
+    fail = _fails(value, median, spread, lower, rule.tolerance, z_limit)
+    return Decision(FAIL if fail else PASS, '', spread, z_limit)
+
+
+def judge_group(values: list[float], lower: bool, rule: Rule,
+                floor: float = metrics.STEADY, judged_values: int = 1
+                ) -> list[tuple[int, float | None, float | None, bool]]:
+    """(peers, median, mad, fail) for each value, in the order given, each
+    against the others, every member with *judged_values* judged values
+    and the spread *floor*."""
+    n = len(values)
+    if n - 1 < max(rule.min_peers, 1):
+        return [(n - 1, None, None, False)] * n
+    return [(n - 1, median, mad, decide(
+        value, median, mad, n - 1, lower, rule, floor,
+        judged_values).status == FAIL)
+        for value, (median, mad) in zip(values, leave_one_out(values))]
 
 
 def _worse(value, median, lower):
@@ -154,16 +298,17 @@ def _worse(value, median, lower):
     return ((value - median) if lower else (median - value)) / abs(median)
 
 
-def _z(value, median, mad):
-    return (value - median) / (MAD_SCALE * mad) if mad else None
+def _z(value, median, spread):
+    return (value - median) / (spread * abs(median)) \
+        if median and spread else None
 
 
-def _fails(value, median, mad, lower, rule) -> bool:
+def _fails(value, median, spread, lower, tolerance, z_limit) -> bool:
     worse = _worse(value, median, lower)
-    if worse is None or worse <= rule.tolerance:
+    if worse is None or worse <= tolerance:
         return False
-    z = _z(value, median, mad)
-    return z is None or (z > rule.z_limit if lower else z < -rule.z_limit)
+    z = _z(value, median, spread)
+    return z is None or (z > z_limit if lower else z < -z_limit)
 
 
 # --- rows of the results table -> groups -------------------------------------
@@ -192,10 +337,46 @@ def test_of(row: dict) -> str:
     return name.split(' ')[0] if name else (row.get('check_name') or '')
 
 
-def judge_rows(rows, rules: Rules = Rules()) -> list[Judgement]:
+def is_smoke(row: dict) -> bool:
+    """A smoke-size row (checks/common/size_profile.py)."""
+    params = row.get('check_params') or {}
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            return False
+    return isinstance(params, dict) and params.get('size_profile') == 'smoke'
+
+
+def spread_floor(row: dict, known: metrics.Primary | None
+                 ) -> tuple[float, str]:
+    """The healthy spread assumed of *row*'s metric, and where it comes
+    from: the site baseline's (written on the row as verdict_spread) or the
+    metric's default; at least MIN_SPREAD, SMOKE_SPREAD for a smoke size."""
+    measured = row.get('verdict_spread')
+    if measured is not None and measured > 0:
+        floor, source = float(measured), 'site baseline'
+    else:
+        floor = known.spread if known else metrics.STEADY
+        source = metrics.DEFAULT_SPREAD_SOURCE
+    if floor < MIN_SPREAD:
+        floor = MIN_SPREAD
+    if is_smoke(row) and floor < SMOKE_SPREAD:
+        floor, source = SMOKE_SPREAD, 'smoke size'
+    return floor, source
+
+
+def _session_member(row: dict, member: str) -> tuple:
+    return (row.get('session_id') or '', member)
+
+
+def judge_rows(rows, rules: Rules = Rules(),
+               guard_key: Callable[[dict, str], tuple] = _session_member
+               ) -> list[Judgement]:
     """Every measured member of every group of *rows*, judged against its
     peers; a member measured twice in a run (a retry) counts by its latest
-    row."""
+    row. *guard_key*: what one node is for the multiple-comparison guard
+    (default: the member in its run)."""
     latest: dict[tuple, dict[str, dict]] = defaultdict(dict)
     for row in rows:
         if not is_measurement(row):
@@ -205,21 +386,58 @@ def judge_rows(rows, rules: Rules = Rules()) -> list[Judgement]:
         if member not in members or completed(row) >= completed(
                 members[member]):
             members[member] = row
-    judged = []
+    # first pass: each group's leave-one-out statistics, and M per member
+    groups = []
+    judged_values: dict[tuple, int] = defaultdict(int)
     for group, members in latest.items():
         names = sorted(members)
         first = members[names[0]]
+        test = test_of(first)
+        rule = rules.for_test(test)
+        known = metrics.primary(test, first.get('check_perf_var'))
+        values = [float(members[m]['check_perf_value']) for m in names]
+        enough = len(values) - 1 >= max(rule.min_peers, 1)
+        stats = leave_one_out(values) if enough else [(None, None)] * len(
+            values)
+        if enough and known:
+            for name in names:
+                judged_values[guard_key(members[name], name)] += 1
+        groups.append((group, members, names, values, stats, rule, known,
+                       test))
+    judged = []
+    for group, members, names, values, stats, rule, known, test in groups:
+        first = members[names[0]]
         lower = lower_is_better(first.get('check_perf_var'),
                                 first.get('check_perf_unit'))
-        values = [float(members[m]['check_perf_value']) for m in names]
-        rule = rules.for_test(test_of(first))
-        for member, value, (peers, median, mad, fail) in zip(
-                names, values, judge_group(values, lower, rule)):
+        peers = len(values) - 1
+        for member, value, (median, mad) in zip(names, values, stats):
+            row = members[member]
+            floor, source = spread_floor(row, known)
+            count = judged_values.get(guard_key(row, member), 0)
+            if median is None:
+                decision = Decision(
+                    NOT_JUDGED, f'not judged by peers: {peers} peers, at '
+                    f'least {rule.min_peers} needed', None, None)
+            elif known is None:
+                decision = Decision(
+                    NOT_JUDGED, f'recorded only: not a primary metric of '
+                    f'{test}', None, None)
+            else:
+                decision = decide(value, median, mad, peers, lower, rule,
+                                  floor, count)
+            spread = decision.spread
             judged.append(Judgement(
                 group, member, value, lower, peers, median, mad,
                 None if median is None else _worse(value, median, lower),
-                None if median is None else _z(value, median, mad),
-                fail, members[member], rule))
+                None if median is None else _z(
+                    value, median, spread if spread else max(
+                        MAD_SCALE * mad / abs(median) if median else 0,
+                        floor)),
+                decision.status == FAIL, row, rule, decision.status,
+                decision.why, known is not None, spread,
+                source if spread and spread == floor else
+                ('peers\' own' if spread else ''), decision.z_limit,
+                count if known is not None else 0))
     return judged
 
 
@@ -228,4 +446,5 @@ def kql_with_rule(text: str, rule: Rule) -> str:
     return library.with_settings(
         text, min_peers=f'{rule.min_peers:d}',
         max_worse_pct=f'{100 * rule.tolerance!r}',
-        max_robust_z=f'{float(rule.z_limit)!r}')
+        node_alpha=f'{rule.node_alpha!r}',
+        max_spread_pct=f'{100 * rule.max_spread!r}')

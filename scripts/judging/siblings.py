@@ -48,6 +48,12 @@ def _as_peer_row(row: dict) -> dict:
             'check_job_nodelist': [row['device']]}
 
 
+def _node_in_run(row: dict, member: str) -> tuple:
+    """The multiple-comparison guard counts a node's judged devices (the
+    row seen by the peers' grouping names the node in its device)."""
+    return (row.get('session_id') or '', row['device'].rsplit('#', 1)[0])
+
+
 def judge_rows(rows, rules: peers.Rules = DEFAULT_RULES
                ) -> list[peers.Judgement]:
     """Every device of every node and job in *rows* against its siblings;
@@ -55,7 +61,8 @@ def judge_rows(rows, rules: peers.Rules = DEFAULT_RULES
     originals = {row['record_id']: row for row in rows
                  if is_sibling_measurement(row)}
     judged = peers.judge_rows([_as_peer_row(row)
-                               for row in originals.values()], rules)
+                               for row in originals.values()], rules,
+                              guard_key=_node_in_run)
     return [dataclasses.replace(j, row=originals[j.row['record_id']])
             for j in judged]
 

@@ -13,10 +13,6 @@ from config.results.azure.ingestion import query_endpoint
 from scripts.query.result import QueryFailed, Result, plain
 
 
-class CloudQueryError(QueryFailed):
-    """Log Analytics refused or failed the query; the message says why."""
-
-
 def connect(credential=None) -> LogsQueryClient:
     """One client (and credential, which caches its token) for a session
     of queries."""
@@ -33,14 +29,14 @@ def run(client: LogsQueryClient, workspace_id: str, kql: str) -> Result:
         # the credential's ClientAuthenticationError (_helpers.process_error)
         if isinstance(err, ClientAuthenticationError) or isinstance(
                 err.__context__, ClientAuthenticationError):
-            raise CloudQueryError(ingestion.NO_CREDENTIAL) from None
-        raise CloudQueryError(
+            raise QueryFailed(ingestion.NO_CREDENTIAL) from None
+        raise QueryFailed(
             f'Log Analytics answered {err.status_code}: {err.message}') \
             from None
     except AzureError as err:
-        raise CloudQueryError(f'cannot query Log Analytics: {err}') from None
+        raise QueryFailed(f'cannot query Log Analytics: {err}') from None
     if response.status == LogsQueryStatus.PARTIAL:
-        raise CloudQueryError(
+        raise QueryFailed(
             f'Log Analytics returned a partial result: '
             f'{response.partial_error}')
     if not response.tables:

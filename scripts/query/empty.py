@@ -10,16 +10,12 @@ import re
 from scripts.query import library
 
 _WHEN_EMPTY = re.compile(r'^// when empty: (.+)$', re.M)
-_COUNT = library.Query('count', 'stored rows', 'clusterproof_results | count\n')
+_COUNT = library.Query('count', 'stored rows',
+                       'clusterproof_results | count\n')
 
 
 def _count(result) -> int:
     return result.rows[0][0] if result.rows else 0
-
-
-def stated_reason(query: library.Query) -> str | None:
-    match = _WHEN_EMPTY.search(query.text)
-    return match.group(1).strip() if match else None
 
 
 def reason(runner, query: library.Query) -> str | None:
@@ -28,7 +24,8 @@ def reason(runner, query: library.Query) -> str | None:
     stored = runner.rows_read() or _count(runner.run(_COUNT))
     if not stored:
         filters = runner.filters
-        if filters and any((filters.since, filters.cluster, filters.partition)):
+        if filters and (filters.since or filters.cluster or
+                        filters.partition):
             return 'no stored row matches --since/--cluster/--partition'
         return f'{runner.where} holds no rows yet'
     original = library.shipped().get(query.name)
@@ -39,4 +36,5 @@ def reason(runner, query: library.Query) -> str | None:
             step = query.text[len(original.text.rstrip('\n')):].strip()
             return (f'none of the {whole} row(s) of {query.name} '
                     f'is left by `{step}`')
-    return stated_reason(original or query)
+    stated = _WHEN_EMPTY.search((original or query).text)
+    return stated.group(1).strip() if stated else None

@@ -1,28 +1,19 @@
 """The store's index: one DuckDB file holding the rows of every settled
-session file, each record once. The JSON lines stay the store; deleting the
-index only makes the next query build it again. Its tables: ``rows`` (every
-schema column, and the file a row came from), ``ingested`` (each file read:
-its size, modification time and unreadable lines, which are then named
-without reading every file again) and ``meta`` (the store and
-json_lines.fingerprint: either changed, it is built again).
+session file, each record once; deleting it only makes the next query build
+it again. Its tables: ``rows`` (every schema column, and the file a row came
+from), ``ingested`` (each file read: its size, modification time and
+unreadable lines) and ``meta`` (the store and json_lines.fingerprint: either
+changed, it is built again, as when a file it holds shrank or vanished).
 
-Who writes it: the query that finds work. A file last written more than
-SETTLED_SECONDS ago that the index lacks, or holds at another size or
-time, is read in one transaction, whole, and the older copies of each
-record it holds removed (the latest TimeGenerated kept, as results.kql's
-``arg_max(TimeGenerated, *) by record_id``; the first stored on a tie). A
-file the index holds that shrank or vanished: built again. The files of
-sessions still writing are read at query time (local.py).
-
-Concurrency: DuckDB lets one process write the file, and none read it then
-(https://duckdb.org/docs/stable/connect/concurrency). A lock file beside it
-(flock; ReFrame's results storage keeps one beside its SQLite file) is held
-shared by each command reading the index, exclusively by the one writing.
-A command with work writes only when no command reads; otherwise it reads
-its new files at query time, as those of running sessions. A command that
-finds the index being written waits WAIT_VARIABLE seconds (DEFAULT_WAIT),
-then reads every JSON line itself and says so. The folder is a setting
-(FOLDER_VARIABLE), e.g. a local disk when the home is on NFS.
+The query that finds a settled file the index lacks, or holds at another
+size or time, reads it whole in a transaction and removes the older copies
+of each record (the latest TimeGenerated kept, as results.kql's arg_max; the
+first stored on a tie). DuckDB lets one process write the file, and none
+read it then (https://duckdb.org/docs/stable/connect/concurrency): a lock
+file beside it is held shared by each command reading, exclusively by the
+one writing, which writes only when no command reads. The rest is read at
+query time; a reader that finds the index being written waits WAIT_VARIABLE
+seconds, then reads every JSON line and says so (scripts/query/README.md).
 """
 from __future__ import annotations
 
@@ -30,6 +21,7 @@ import dataclasses
 import fcntl
 import os
 import time
+import typing
 from pathlib import Path
 
 import duckdb
@@ -52,13 +44,10 @@ _warned = []
 
 def folder(results_dir: Path) -> Path:
     """The query engine's one cache folder: the index, its lock, the
-    translations, DuckDB's spill directory."""
+    translations, DuckDB's spill directory (FOLDER_VARIABLE moves it, e.g.
+    to a local disk when the home is on NFS)."""
     chosen = os.environ.get(FOLDER_VARIABLE)
     return Path(chosen) if chosen else results_dir.parent / 'cache' / 'query'
-
-
-def wait_seconds() -> float:
-    return settings.seconds(WAIT_VARIABLE, DEFAULT_WAIT, maximum=3600)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,45 +71,18 @@ def listing(results_dir: Path) -> list[Stored]:
     return found
 
 
-class Lock:
-    """The index's lock file (flock): shared to read, exclusive to write."""
-
-    def __init__(self, path: Path):
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-
-    def shared(self, wait: float) -> bool:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    return False
-                time.sleep(0.05)
-
-    def exclusive(self) -> bool:
-        """Exclusive now, or False, and then none held (flock(2): a change
-        of mode is not atomic)."""
+def _lock(lock, mode: int, wait: float = 0.0) -> bool:
+    """flock *mode* (LOCK_SH to read, LOCK_EX to write) on the *lock* file
+    within *wait* seconds, or False, and then none held (flock(2))."""
+    deadline = time.monotonic() + wait
+    while True:
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, mode | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
-            return False
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-@dataclasses.dataclass
-class Plan:
-    """What the index holds of the store's files as listed."""
-    usable: bool                  # nothing in it that the store lost
-    todo: list[Stored]            # settled, new or changed: to ingest
-    live: list[Stored]            # still writing: read at query time
-    unreadable: dict[str, int]    # of the files it serves
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
 
 @dataclasses.dataclass
@@ -129,67 +91,66 @@ class Opened:
     files read at query time, the index's counts of unreadable lines, a
     note for the reader, the lock held."""
     attached: bool
-    live: list[str]
+    live: list[Stored]
     unreadable: dict[str, int]
     note: str | None = None
-    lock: Lock | None = None
+    lock: typing.IO | None = None     # the lock file, held shared
 
 
 def open_index(con, results_dir: Path, columns: list[dict], configure,
                batch_bytes: int) -> Opened:
     """Attaches the index to *con* (read only), brought up to date first
-    when no other command reads it (*configure*: a writer's settings;
-    *batch_bytes*: the JSON lines of one of its transactions)."""
-    files = listing(results_dir)
-    every = [f.path for f in files]
+    when no other command reads it (*configure*, *batch_bytes*: ingest's)."""
+    every = listing(results_dir)
     where = folder(results_dir)
     try:
         where.mkdir(parents=True, exist_ok=True)
-        lock = Lock(where / LOCK)
+        lock = open(where / LOCK, 'a')
     except OSError as err:
         return Opened(False, every, {}, f'no query index can be kept in '
                       f'{where} ({err.strerror}): every JSON line was read')
     path = where / NAME
     key = [json_lines.fingerprint(columns), str(results_dir.resolve())]
+    wait = settings.seconds(WAIT_VARIABLE, DEFAULT_WAIT, maximum=3600)
     for attempt in (1, 2):
-        if not lock.shared(wait_seconds()):
+        if not _lock(lock, fcntl.LOCK_SH, wait):
             lock.close()
             return Opened(False, every, {}, f'another command is writing '
-                          f'the query index; waited {wait_seconds():g} s '
+                          f'the query index; waited {wait:g} s '
                           f'({WAIT_VARIABLE}), then read every JSON line')
-        plan = _plan(con, path, key, files)
-        if attempt == 2 or (plan.usable and not plan.todo):
+        usable, todo, live, unreadable = _plan(con, path, key, every)
+        if attempt == 2 or (usable and not todo):
             break
         _detach(con)
-        if lock.exclusive():
-            _ingest_or_warn(path, key, columns, plan,
-                            lambda con: (configure(con), batch_bytes)[1])
-    if not plan.usable:
+        if _lock(lock, fcntl.LOCK_EX):
+            _ingest_or_warn(path, key, columns, todo, not usable, configure,
+                            batch_bytes)
+    if not usable:
         _detach(con)
         lock.close()
         return Opened(False, every, {}, 'the query index is not up to date '
                       '(another command reads it, or it cannot be written): '
                       'every JSON line was read')
-    return Opened(True, [f.path for f in plan.todo + plan.live],
-                  plan.unreadable, None, lock)
+    return Opened(True, todo + live, unreadable, None, lock)
 
 
-def _plan(con, path: Path, key: list[str], files: list[Stored]) -> Plan:
+def _plan(con, path: Path, key: list[str], files: list[Stored]):
+    """What the index holds of *files*: whether it lost none of its own
+    (usable), the settled files to ingest, those still writing (read at
+    query time), the unreadable lines of the rest."""
     known = _attach(con, path, key)
-    if known is None:
-        return Plan(False, [f for f in files if f.settled()],
-                    [f for f in files if not f.settled()], {})
     listed = {f.path: f for f in files}
-    usable = all(file in listed and listed[file].size >= size
-                 for file, (size, _, _) in known.items())
+    usable = known is not None and all(
+        file in listed and listed[file].size >= size
+        for file, (size, _, _) in known.items())
     todo, live, unreadable = [], [], {}
     for f in files:
-        held = known.get(f.path)
+        held = (known or {}).get(f.path)
         if held is not None and held[:2] == (f.size, f.mtime_ns):
             unreadable[f.path] = held[2]
         else:
             (todo if f.settled() else live).append(f)
-    return Plan(usable, todo, live, unreadable)
+    return usable, todo, live, unreadable
 
 
 def _attach(con, path: Path, key: list[str]):
@@ -216,11 +177,12 @@ def _detach(con) -> None:
     con.execute(f'DETACH DATABASE IF EXISTS {ATTACHED}')
 
 
-def _ingest_or_warn(path, key, columns, plan, configure) -> None:
+def _ingest_or_warn(path, key, columns, files, rebuild, configure,
+                    batch_bytes) -> None:
     """ingest(), or one warning when it cannot write (not for want of
     memory: local.py names the setting)."""
     try:
-        ingest(path, key, columns, plan.todo, not plan.usable, configure)
+        ingest(path, key, columns, files, rebuild, configure, batch_bytes)
     except duckdb.OutOfMemoryException:
         raise
     except (duckdb.Error, OSError) as err:
@@ -232,29 +194,27 @@ def _ingest_or_warn(path, key, columns, plan, configure) -> None:
 
 
 def ingest(path: Path, key: list[str], columns: list[dict],
-           files: list[Stored], rebuild: bool, configure) -> None:
+           files: list[Stored], rebuild: bool, configure,
+           batch_bytes: int) -> None:
     """Adds *files* to the index at *path* (a grown one read whole again),
-    a transaction per batch of them, each checkpointed: DuckDB holds the
-    rows of a batch in memory until then;
-    *configure* sets the connection and gives a batch's bytes. *rebuild*:
-    a new index first."""
+    a transaction per batch of at most *batch_bytes* of them, each
+    checkpointed: DuckDB holds the rows of a batch in memory until then
+    (*configure* sets the connection; *rebuild*: a new index first)."""
     if rebuild:
         for stale in (path, path.with_name(path.name + '.wal')):
             stale.unlink(missing_ok=True)
     con = duckdb.connect(str(path))
     try:
-        batch_bytes = configure(con)
+        configure(con)
         con.execute('SET preserve_insertion_order = false')
-        con.begin()
         if rebuild:
-            con.execute(f'CREATE TABLE rows ({json_lines.definitions(columns)}'
-                        f', "{FILE_COLUMN}" VARCHAR)')
-            con.execute('CREATE TABLE ingested (file VARCHAR, size BIGINT, '
-                        'mtime_ns BIGINT, unreadable BIGINT)')
-            con.execute('CREATE TABLE meta (fingerprint VARCHAR, store '
-                        'VARCHAR)')
-            con.execute('INSERT INTO meta VALUES (?, ?)', key)
-        con.commit()
+            con.execute(
+                f'BEGIN; CREATE TABLE rows ({json_lines.definitions(columns)}'
+                f', "{FILE_COLUMN}" VARCHAR); CREATE TABLE ingested (file '
+                'VARCHAR, size BIGINT, mtime_ns BIGINT, unreadable BIGINT); '
+                'CREATE TABLE meta (fingerprint VARCHAR, store VARCHAR); '
+                f'INSERT INTO meta VALUES ({", ".join(map(sql_string, key))})'
+                '; COMMIT')
         for batch in batching.runs_under(files, batch_bytes,
                                          lambda f: f.size):
             con.begin()
@@ -280,8 +240,7 @@ def _append(con, columns: list[dict], files: list[Stored]) -> None:
 
 def _remove_older_copies(con, files: list[str]) -> None:
     """Keeps one row of each record_id that a row of *files* holds."""
-    con.execute(f'DELETE FROM rows WHERE rowid IN ({_older("rows")})', [
-        files])
+    con.execute(f'DELETE FROM rows WHERE rowid IN ({_older("rows")})', [files])
 
 
 def _older(table: str, among: str = f'WHERE "{FILE_COLUMN}" IN (SELECT '

@@ -1,10 +1,8 @@
-"""The store's JSON lines read by DuckDB, by one set of rules for the index
-(index.py) and for the files read at query time (local.py): every column
-with the type bicep/results_schema.json declares for it (DUCKDB_TYPES); a
-line that cannot be read as a row is a row of nulls, counted by file and
-left out; a NaN or an infinity reads as null, as store.parse_line reads it
-for sync. ``fingerprint`` names these rules and the schema: the index is
-built again when it changes (bump RULES when a rule here changes).
+"""The store's JSON lines read by DuckDB, one set of rules for the index
+and for the files read at query time: each column with the type
+bicep/results_schema.json declares; a line that is no row, a row of nulls,
+counted by file and left out; a NaN or an infinity, null (as sync reads
+it). ``fingerprint`` names rules and schema: bump RULES when a rule changes.
 """
 from __future__ import annotations
 
@@ -23,18 +21,10 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def sql_list(texts) -> str:
-    return '[' + ', '.join(sql_string(t) for t in texts) + ']'
-
-
 def definitions(columns: list[dict]) -> str:
     """The columns as a CREATE TABLE lists them."""
     return ', '.join(f'"{c["name"]}" {DUCKDB_TYPES[c["type"]]}'
                      for c in columns)
-
-
-def names(columns: list[dict]) -> str:
-    return ', '.join(f'"{c["name"]}"' for c in columns)
 
 
 def fingerprint(columns: list[dict]) -> str:
@@ -61,8 +51,9 @@ def select(files: list[str], columns: list[dict]) -> str:
     declared = ', '.join(f'{sql_string(c["name"])}: '
                          f'{sql_string(DUCKDB_TYPES[c["type"]])}'
                          for c in columns)
+    listed = ', '.join(map(sql_string, files))
     return (f'SELECT {", ".join(_finite(c) for c in columns)}, filename AS '
-            f'"{FILE_COLUMN}" FROM read_json({sql_list(files)}, '
+            f'"{FILE_COLUMN}" FROM read_json([{listed}], '
             f"columns={{{declared}}}, format='newline_delimited', "
             'ignore_errors=true, filename=true, hive_partitioning=false)')
 

@@ -1,10 +1,8 @@
 """The shipped KQL queries, read from bicep/queries/ like Bicep reads them.
 
-Every query reads ``clusterproof_results`` (results.kql: the table with each
-record once, by record_id), never the raw table. A query is sent as one text:
-the base as a ``let`` of that name, then the query. Bicep composes the saved
-functions, the workbook tiles and the alert the same way, so a query means
-the same on the login node and in Log Analytics.
+Every query reads ``clusterproof_results`` (results.kql: each record once,
+by record_id), sent as one text: the base as a ``let`` of that name, then
+the query, as Bicep composes the saved functions, tiles and alert.
 """
 from __future__ import annotations
 
@@ -45,20 +43,20 @@ def _read(path: Path) -> Query:
     except OSError as err:
         raise QueryError(f'cannot read {path}: {err.strerror}') from None
     header = _HEADER.match(text.splitlines()[0] if text else '')
-    if header:
-        return Query(header.group(1), header.group(2), text)
-    return Query(path.stem, '', text)
+    name, description = header.groups() if header else (path.stem, '')
+    return Query(name, description, text)
 
 
 @functools.cache
 def shipped() -> dict[str, Query]:
     """The shipped queries by name, the base included (read once)."""
-    return {path.stem: _read(path)
-            for path in sorted(QUERY_DIR.glob('*.kql'))}
+    return {path.stem: _read(path) for path in sorted(QUERY_DIR.glob('*.kql'))}
 
 
-def resolve(name_or_file: str) -> Query:
-    """A shipped query by name, or a .kql file of the user's."""
+def resolve(name_or_file: str | Query) -> Query:
+    """A shipped query by name, or a user's .kql file (a Query as it is)."""
+    if isinstance(name_or_file, Query):
+        return name_or_file
     queries = shipped()
     if name_or_file in queries:
         return queries[name_or_file]
@@ -80,8 +78,8 @@ class Filters:
     def kql(self) -> str:
         lines = []
         if self.since:
-            stamp = self.since.astimezone(dt.timezone.utc)
-            lines.append(f"| where completed >= datetime({stamp:%Y-%m-%dT%H:%M:%SZ})")
+            lines.append('| where completed >= datetime('
+                         f'{self.since.astimezone(dt.timezone.utc):%FT%TZ})')
         if self.cluster:
             lines.append(f'| where cluster == {string_literal(self.cluster)}')
         if self.partition:
@@ -142,10 +140,16 @@ def outliers_only() -> Query:
         query.text, only_outliers='true')), '| where outlier')
 
 
+def is_base(query: Query) -> bool:
+    """Whether *query* is the shipped base itself."""
+    return query.name == BASE_NAME and not query.standalone and \
+        query.text == shipped()[BASE_NAME].text
+
+
 def compose(query: Query, filters: Filters | None = None) -> str:
     """The text to run: the base as a let, then the query. The base itself
     is run as it is (with the filters)."""
-    if query.name == BASE_NAME and query.text == shipped()[BASE_NAME].text:
+    if is_base(query):
         return base_text(filters)
     if query.standalone:
         return query.text

@@ -1,12 +1,8 @@
-"""Run KQL on the login node, with no Azure: DuckDB answers from the
-store's index (index.py: every settled session file's rows, each record
-once) and the files of sessions still writing, read at query time, as one
-view shaped like ReFrameResults_CL (the columns of
-bicep/results_schema.json); duckdb-kql translates the query. Each record is
-kept once, as the base's ``arg_max(TimeGenerated, *) by record_id`` keeps
-it; ``clusterproof_results`` is a view of the rest of results.kql, so every
-query of a connection reads the same rows. The KQL text sent to Log
-Analytics is unchanged.
+"""Run KQL on the login node, with no Azure: DuckDB reads the store's index
+(index.py) and the files of sessions still writing as one view shaped like
+ReFrameResults_CL, each record once, as results.kql's arg_max keeps it;
+clusterproof_results is a view of the rest of results.kql over it, so every
+query of a connection reads the same rows (translator.py translates them).
 """
 from __future__ import annotations
 
@@ -24,8 +20,7 @@ import duckdb
 from config.results import batching
 from config.results.rows import schema as row_schema
 from config.results.store import files as store
-from scripts.query import index, json_lines, library, output, sql_cache, \
-    translator
+from scripts.query import index, json_lines, library, output, translator
 from scripts.query.json_lines import sql_string
 from scripts.query.memory import (DEFAULT_MEMORY, MEMORY_VARIABLE, configure,
                                   memory_bytes, memory_limit)
@@ -34,17 +29,22 @@ from scripts.query.result import QueryFailed, Result, Stream, plain
 _KUSTO_TYPES = {'DOUBLE': 'real', 'FLOAT': 'real', 'BIGINT': 'long',
                 'INTEGER': 'int', 'HUGEINT': 'long', 'VARCHAR': 'string',
                 'BOOLEAN': 'bool', 'JSON': 'dynamic', 'DATE': 'datetime'}
+_PLAIN_ALREADY = ('real', 'long', 'int', 'bool', 'string')
 # The rows read at query time, in an in-memory database that DuckDB
 # compresses at each checkpoint (https://duckdb.org/docs/stable/sql/
 # statements/checkpoint, "In-memory tables also support compression").
 _LIVE_DB = '_clusterproof_live'
 _LIVE = f'{_LIVE_DB}.lines'
+CHUNK_ROWS = 10_000          # rows per chunk of a streamed result
+# A CSV or JSON result of more rows than this is written by DuckDB (COPY):
+# a million rows of node_outliers --all never become Python values.
+PYTHON_ROWS = 2_000
+_RESULT = '_clusterproof_result'
 
 
 class Connection:
-    """A DuckDB connection over the store, with what translates its queries
-    and what the reading found; the rest (execute, ...) is DuckDB's own.
-    Closing it (or losing it) lets the index be written again."""
+    """A DuckDB connection over the store (execute, ... are DuckDB's), its
+    translator and what the reading found; closing it frees the index."""
 
     def __init__(self, con, translated: translator.Translator,
                  opened: index.Opened, live: dict[str, int], folder: Path):
@@ -72,9 +72,7 @@ def connect(results_dir: Path | None = None,
     once, and clusterproof_results, the base (with *filters*) over it."""
     schema = row_schema.schema()
     columns = schema['columns']
-    # What duckdb_kql.connect() does (its docstring: duckdb.connect, then
-    # UTC for KQL's datetimes), without importing duckdb-kql's parser.
-    con = duckdb.connect()
+    con = duckdb.connect()      # UTC for KQL, as duckdb_kql.connect() sets
     con.execute("SET TimeZone='UTC'")
     results_dir = results_dir or store.results_dir()
     folder = index.folder(results_dir)
@@ -84,69 +82,55 @@ def connect(results_dir: Path | None = None,
             con, results_dir, columns, lambda other: configure(other, folder),
             memory_bytes(memory_limit()) // 8)
         live = _read_live(con, opened.live, columns)
+        names = ', '.join(f'"{c["name"]}"' for c in columns)
         rows = index.combined(con, _LIVE if opened.live else None,
-                              opened.attached, json_lines.names(columns))
+                              opened.attached, names)
         con.execute(f'CREATE VIEW "{schema["table"]}" AS '
-                    f'{rows or _nothing(columns)}')
+                    f'{rows or f"SELECT {names} FROM {_LIVE}"}')
         translated = translator.Translator(
-            schema['table'], columns, _filter_conditions(filters),
-            sql_cache.directory(results_dir))
+            schema['table'], columns, _filter_conditions(filters), folder)
     con = Connection(con, translated, opened, live, folder)
     con.execute(f'CREATE VIEW "{library.BASE_FUNCTION}" AS {translated.base}')
     return con
 
 
-def _nothing(columns: list[dict]) -> str:
-    return 'SELECT ' + ', '.join(
-        f'NULL::{json_lines.DUCKDB_TYPES[c["type"]]} AS "{c["name"]}"'
-        for c in columns) + ' WHERE false'
-
-
-def _read_live(con, files: list[str], columns: list[dict]) -> dict[str, int]:
+def _read_live(con, files: list[index.Stored],
+               columns: list[dict]) -> dict[str, int]:
     """Reads *files* into _LIVE a batch at a time, the rows before
-    compressed first; returns each file's unreadable lines (removed). In
-    no set order: in order, DuckDB inserts with one thread once memory runs
+    compressed first; returns each file's unreadable lines (removed). In no
+    set order: in order, DuckDB inserts with one thread once memory runs
     short (11 s instead of 5.5 s at 1M rows and 640MB)."""
-    if not files:
-        return {}
     con.execute(f"ATTACH ':memory:' AS {_LIVE_DB} (COMPRESS)")
     con.execute(f'CREATE TABLE {_LIVE} ({json_lines.definitions(columns)}, '
                 f'"{json_lines.FILE_COLUMN}" VARCHAR)')
-    batch_bytes = memory_bytes(memory_limit())
+    if not files:
+        return {}
     con.execute('SET preserve_insertion_order = false')
     try:
         for number, batch in enumerate(batching.runs_under(
-                files, batch_bytes, _size)):
+                files, memory_bytes(memory_limit()), lambda f: f.size)):
             if number:
                 con.execute(f'CHECKPOINT {_LIVE_DB}')
+            paths = [f.path for f in batch]
             con.execute(f'INSERT INTO {_LIVE} '
-                        f'{json_lines.select(batch, columns)}')
+                        f'{json_lines.select(paths, columns)}')
     finally:
         con.execute('RESET preserve_insertion_order')
-    lost = json_lines.unreadable_by_file(con, _LIVE, files)
+    lost = json_lines.unreadable_by_file(con, _LIVE, [f.path for f in files])
     con.execute(f'DELETE FROM {_LIVE} WHERE record_id IS NULL')
     return lost
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0                      # gone: the read says so
 
 
 def _filter_conditions(filters: library.Filters | None) -> str:
     """*filters* (Filters.kql() for Log Analytics) as SQL over the base's
     view: one cached translation of the base serves every --since."""
-    if filters is None:
-        return ''
     conditions = []
-    if filters.since:
+    if filters and filters.since:
         stamp = filters.since.astimezone(dt.timezone.utc)
         conditions.append(
             f"completed >= TIMESTAMPTZ '{stamp:%Y-%m-%d %H:%M:%S}+00'")
-    for column, value in (('cluster', filters.cluster),
-                          ('check_partition', filters.partition)):
+    for column, value in (('cluster', filters and filters.cluster),
+                          ('check_partition', filters and filters.partition)):
         if value:
             conditions.append(f'"{column}" = {sql_string(value)}')
     return ' AND '.join(conditions)
@@ -161,38 +145,39 @@ def _kusto_type(duckdb_type) -> str:
     return _KUSTO_TYPES.get(name, 'string')
 
 
-# Rows per chunk of a streamed result.
-CHUNK_ROWS = 10_000
-
-
 def run(con, kql: str, now: dt.datetime | None = None) -> Result:
-    """Run *kql*; an unsupported construct raises UnsupportedQuery naming
-    it."""
+    """Run *kql*; a construct duckdb-kql cannot run is named in the
+    QueryFailed."""
     return stream(con, kql, now).result()
+
+
+def _execute(con, kql: str, now: dt.datetime | None, into: str = ''):
+    """*kql* translated and run on *con* (*into*: 'CREATE ... AS ')."""
+    sql, parameters = con.translator.translate(kql, now)
+    con.abort()      # rows an earlier statement left unread
+    return con.execute(into + sql, parameters or None)
 
 
 def stream(con, kql: str, now: dt.datetime | None = None,
            chunk_rows: int = CHUNK_ROWS) -> Stream:
-    """*kql*'s columns, and its rows a chunk at a time as they are read
-    (*con* is busy until the last one is); the columns from the query's own
-    cursor (asking DuckDB first bound every query twice)."""
+    """*kql*'s columns (from its own cursor), and its rows a chunk at a
+    time as they are read: *con* is busy until the last one is."""
     with _engine_errors():
-        sql, parameters = con.translator.translate(kql, now)
-        con.abort()      # rows an earlier statement left unread
-        cursor = con.execute(sql, parameters or None)
-        fetched = cursor.fetchmany(chunk_rows)
-    return _stream_of(cursor, fetched, chunk_rows)
+        return _stream_of(_execute(con, kql, now), chunk_rows)
 
 
-def _stream_of(cursor, fetched, chunk_rows) -> Stream:
-    described = cursor.description
-    types = [_kusto_type(column[1]) for column in described]
-    return Stream([column[0] for column in described], types,
+def _stream_of(cursor, chunk_rows: int = CHUNK_ROWS) -> Stream:
+    fetched = cursor.fetchmany(chunk_rows)
+    types = [_kusto_type(column[1]) for column in cursor.description]
+    return Stream([column[0] for column in cursor.description], types,
                   _chunks(cursor, fetched, types, chunk_rows))
 
 
 def _chunks(cursor, fetched, types, chunk_rows):
-    converters = [_converter(kind) for kind in types]
+    """Rows of plain values: plain() where DuckDB's are not already."""
+    converters = [(lambda value: value) if kind in _PLAIN_ALREADY else
+                  (lambda value, kind=kind: plain(value, kind))
+                  for kind in types]
     with _engine_errors():
         while fetched:
             yield [[convert(value) for convert, value in zip(converters, row)]
@@ -200,32 +185,20 @@ def _chunks(cursor, fetched, types, chunk_rows):
             fetched = cursor.fetchmany(chunk_rows)
 
 
-# A CSV or JSON result of more rows than this is written by DuckDB (COPY):
-# a million rows of node_outliers --all never become Python values.
-PYTHON_ROWS = 2_000
-_RESULT = '_clusterproof_result'
-
-
 def write(con, kql: str, writer, out,
           now: dt.datetime | None = None) -> int:
     """*writer*'s text (output.write_table, write_csv or write_json) of
-    *kql*'s rows; the number of rows written. The table stops at
-    output.TABLE_ROWS; CSV and JSON of more than PYTHON_ROWS rows are
-    written by DuckDB (_copy)."""
+    *kql*'s rows; the number written (past PYTHON_ROWS by _copy)."""
     if writer is output.write_table:
         return writer(stream(con, kql, now), out)
     with _engine_errors():
-        sql, parameters = con.translator.translate(kql, now)
-        con.abort()      # rows an earlier statement left unread
-        con.execute(f'CREATE OR REPLACE TEMP TABLE {_RESULT} AS {sql}',
-                    parameters or None)
+        _execute(con, kql, now, f'CREATE OR REPLACE TEMP TABLE {_RESULT} AS ')
         try:
             rows = con.execute(f'SELECT count(*) FROM {_RESULT}'
                                ).fetchall()[0][0]
             cursor = con.execute(f'SELECT * FROM {_RESULT}')
             if rows <= PYTHON_ROWS:
-                return writer(_stream_of(cursor, cursor.fetchmany(
-                    CHUNK_ROWS), CHUNK_ROWS), out)
+                return writer(_stream_of(cursor), out)
             _copy(con, cursor.description, writer is output.write_json, out)
             return rows
         finally:
@@ -240,16 +213,13 @@ def _copy(con, described, as_json: bool, out) -> None:
                       f'"{name}"' for name, kind, *_ in described)
     form = '(FORMAT json, ARRAY true)' if as_json else \
         '(FORMAT csv, HEADER true)'
-    handle, path = tempfile.mkstemp(prefix='result-', dir=str(
-        con.folder) if con.folder.is_dir() else None)
-    os.close(handle)
-    try:
+    with tempfile.TemporaryDirectory(dir=con.folder if con.folder.is_dir()
+                                     else None) as scratch:
+        path = os.path.join(scratch, 'result')
         con.execute(f'COPY (SELECT {cells} FROM {_RESULT}) TO '
                     f'{sql_string(path)} {form}')
         with open(path, encoding='utf-8', newline='') as written:
             shutil.copyfileobj(written, out)
-    finally:
-        os.unlink(path)
 
 
 def _copied(name: str, kind: str, as_json: bool) -> str:
@@ -272,8 +242,7 @@ def _copied(name: str, kind: str, as_json: bool) -> str:
 
 @contextlib.contextmanager
 def _engine_errors():
-    """DuckDB's and duckdb-kql's errors as the QueryFailed that says what
-    to do, in one line."""
+    """DuckDB's and duckdb-kql's errors as a one-line QueryFailed."""
     try:
         yield
     except duckdb.OutOfMemoryException as err:
@@ -284,17 +253,17 @@ def _engine_errors():
             f'({why}): give it more, e.g. {MEMORY_VARIABLE}='
             f'{_more(limit)}, or narrow the query (--since)') from None
     except duckdb.Error as err:
-        raise InvalidQuery(str(err)) from None
+        raise QueryFailed(str(err)) from None
     except Exception as err:
         kql = sys.modules.get('duckdb_kql')      # raised only once imported
         if kql is None or not isinstance(err, kql.KqlError):
             raise
         if isinstance(err, kql.KqlUnsupportedError):
-            raise UnsupportedQuery(
+            raise QueryFailed(
                 f'the local engine (duckdb-kql) cannot run '
                 f'{unsupported(err)}. Rewrite that part, or run it in Log '
                 'Analytics (--workspace).') from None
-        raise InvalidQuery(str(err)) from None
+        raise QueryFailed(str(err)) from None
 
 
 def _more(limit: str) -> str:
@@ -309,19 +278,3 @@ def unsupported(err) -> str:
     kind, _, name = str(err.construct).rpartition(':')
     what = f'the {kind} {name}' if kind else repr(name)
     return f'{what} (at {err.span})' if err.span else what
-
-
-def _converter(kind: str):
-    """plain() for one column; identity where DuckDB's value is plain
-    already (numbers, strings, booleans)."""
-    if kind in ('real', 'long', 'int', 'bool', 'string'):
-        return lambda value: value
-    return lambda value: plain(value, kind)
-
-
-class UnsupportedQuery(QueryFailed):
-    """Valid KQL that the local engine cannot run (Log Analytics can)."""
-
-
-class InvalidQuery(QueryFailed):
-    """KQL with a syntax error or an unknown name."""

@@ -3,7 +3,6 @@ and where it spills beyond it."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import duckdb
@@ -22,15 +21,10 @@ def memory_limit() -> str:
     return os.environ.get(MEMORY_VARIABLE) or DEFAULT_MEMORY
 
 
-def spill_directory(folder: Path) -> Path:
-    return folder / 'spill'
-
-
 def configure(con, folder: Path) -> None:
     """The memory limit (one DuckDB refuses: its error, naming the
-    variable); spills in the cache folder, made here (DuckDB makes the
-    spill directory, not its parent), never the current directory; one
-    thread per THREAD_MEMORY of the limit."""
+    variable); spills in folder/spill, the folder made here (DuckDB makes
+    the spill directory, not its parent); threads by threads_for."""
     limit = memory_limit()
     try:
         con.execute(f'SET memory_limit = {sql_string(limit)}')
@@ -40,43 +34,23 @@ def configure(con, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         pass                         # nothing can spill: said if needed
-    con.execute('SET temp_directory = '
-                f'{sql_string(str(spill_directory(folder)))}')
+    con.execute(f"SET temp_directory = {sql_string(str(folder / 'spill'))}")
     cores = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
-    threads = threads_for(memory_bytes(limit), int(cores))
-    con.execute(f'SET threads = {threads}')
+    con.execute(f'SET threads = {threads_for(memory_bytes(limit), cores)}')
 
 
-# DuckDB's units for memory_limit (the setting: https://duckdb.org/docs/2.0/
-# configuration/overview, "SET memory_limit = '10GB'"), as DuckDB 2.0.1 names
-# them when it refuses one (SET memory_limit = '1000000000'): "KB, MB, GB, TB
-# for 1000^i units or KiB, MiB, GiB, TiB for 1024^i units", in any case; its
-# parser (duckdb/duckdb src/main/config.cpp DBConfig::ParseMemoryLimit, commit
-# 0024da969a6b6221ad1c77cb0b5535867d5aaa52) also takes each 1000^i unit by
-# its letter and its name (4G, 640M, 1gigabyte), and b, byte, bytes.
-_UNITS = {'kib': 1024, 'mib': 1024 ** 2, 'gib': 1024 ** 3, 'tib': 1024 ** 4,
-          **{spelling: 1000 ** power
-             for power, names in enumerate((
-                 ('b', 'byte', 'bytes'), ('k', 'kb', 'kilobyte', 'kilobytes'),
-                 ('m', 'mb', 'megabyte', 'megabytes'),
-                 ('g', 'gb', 'gigabyte', 'gigabytes'),
-                 ('t', 'tb', 'terabyte', 'terabytes')))
-             for spelling in names}}
-_SIZE = re.compile(r'\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]+)\s*',
-                   re.IGNORECASE)
-
-
-def memory_bytes(limit: str, variable: str = MEMORY_VARIABLE) -> int:
+def memory_bytes(limit: str) -> int:
     """The bytes of a size such as 640MB, 4G or 1GiB (MB is 1000^2 bytes,
-    MiB 2^20), set as *variable*; a form DuckDB also takes but this does
-    not (a percentage, none) says what it takes."""
-    size = _SIZE.fullmatch(limit)
-    if not size or size.group(2).lower() not in _UNITS:
+    MiB 2^20) by DuckDB's parse_formatted_bytes; what the setting takes but
+    it does not (a percentage, none) says what to give."""
+    try:
+        return duckdb.execute('SELECT parse_formatted_bytes(?)',
+                              [limit]).fetchall()[0][0]
+    except duckdb.Error:
         raise QueryFailed(
-            f'{variable}={limit}: give a number and a unit, e.g. '
+            f'{MEMORY_VARIABLE}={limit}: give a number and a unit, e.g. '
             '640MB, 2GB or 1GiB (KB, MB, GB, TB are 1000^i bytes; KiB, '
-            'MiB, GiB, TiB 1024^i)')
-    return int(float(size.group(1)) * _UNITS[size.group(2).lower()])
+            'MiB, GiB, TiB 1024^i)') from None
 
 
 def threads_for(limit: int, cores: int) -> int:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import itertools
 import json
 
 from scripts.query.result import Result, Stream
 
 UNIT_COLUMN = 'check_perf_unit'
 # Columns that hold a measurement in the row's unit.
-_MEASURED = ('value', 'median', 'min_value', 'max_value', 'reference', '_bound',
-             'peak', 'check_perf_ref', 'check_perf_peak')
+_MEASURED = ('value', 'median', 'min_value', 'max_value', 'reference',
+             '_bound', 'peak', 'check_perf_ref', 'check_perf_peak')
 
 
 def is_measured(column: str) -> bool:
@@ -91,25 +92,20 @@ TABLE_ROWS = 10_000
 
 def write_table(stream: Stream, out) -> int:
     """table() of at most TABLE_ROWS rows of *stream*, then a line saying
-    how to get the rest (the rows past them are never read). A column is
-    right-aligned when every cell reads as a number. Returns the number of
-    rows shown."""
+    how to get the rest; a column of numbers right-aligned. Returns the
+    number of rows shown."""
     shown = [i for i, c in enumerate(stream.columns) if c != UNIT_COLUMN]
     names = [stream.columns[i] for i in shown]
     unit_at = (stream.columns.index(UNIT_COLUMN)
                if UNIT_COLUMN in stream.columns else None)
-    lines, more = [], False
-    for chunk in stream.chunks:
-        for row in chunk:
-            if len(lines) == TABLE_ROWS:
-                more = True
-                break
-            unit = None if unit_at is None else row[unit_at]
-            lines.append([(printable(human(row[i], name, unit)),
-                           row[i] not in (None, '', []))
-                          for name, i in zip(names, shown)])
-        if more:
-            break
+    rows = itertools.islice((row for chunk in stream.chunks for row in chunk),
+                            TABLE_ROWS + 1)
+    lines = [[(printable(human(row[i], name, None if unit_at is None
+                               else row[unit_at])),
+               row[i] not in (None, '', [])) for name, i in zip(names, shown)]
+             for row in rows]
+    more = len(lines) > TABLE_ROWS
+    del lines[TABLE_ROWS:]
     if not lines:
         out.write('(no rows)\n')
         return 0
@@ -133,9 +129,7 @@ def write_table(stream: Stream, out) -> int:
 
 
 def _aligned(cells, widths, numeric, keep) -> str:
-    """A table's line: the *keep* columns of *cells* padded to their
-    *widths*, right-aligned where *numeric*, two spaces apart, with no
-    trailing space."""
+    """The *keep* columns of *cells* padded to *widths*, two spaces apart."""
     return '  '.join(cells[at].rjust(widths[at]) if numeric[at]
                      else cells[at].ljust(widths[at])
                      for at in keep).rstrip() + '\n'

@@ -27,10 +27,8 @@ class Result:
 
 @dataclasses.dataclass
 class Stream:
-    """A result read a chunk of rows at a time (``clusterproof query``
-    prints node_outliers --all's million rows without holding them); the
-    chunks can be read once, and an engine error while reading them is a
-    QueryFailed too."""
+    """A result read a chunk of rows at a time, once (node_outliers --all's
+    million rows never held); an engine error reading them: QueryFailed."""
     columns: list[str]
     types: list[str]
     chunks: Iterator[list[list]]

@@ -22,13 +22,7 @@ class Runner:
         self._con = None          # a DuckDB connection or a LogsQueryClient
 
     def expect(self, *queries: str | library.Query) -> None:
-        """Which queries will run (the report's): nothing to prepare, as
-        one local connection serves every query."""
-
-    @staticmethod
-    def _query(name_or_file) -> library.Query:
-        return (name_or_file if isinstance(name_or_file, library.Query)
-                else library.resolve(name_or_file))
+        """Which queries will run: nothing to prepare (one connection)."""
 
     def _local(self):
         """The local connection, opened once."""
@@ -51,12 +45,11 @@ class Runner:
         if self.workspace or self._con is None:
             return []
         notes = list(self._con.notes)
-        skipped = self._con.unreadable
-        if skipped:
+        if self._con.unreadable:
             _name_unreadable_lines(self._con.damaged)
-            notes.append(f'{skipped} line(s) of the local store could not '
-                         'be read (a session still writing, or a damaged '
-                         'file) and were left out')
+            notes.append(f'{self._con.unreadable} line(s) of the local store '
+                         'could not be read (a session still writing, or a '
+                         'damaged file) and were left out')
         return notes
 
     def rows_read(self) -> int | None:
@@ -78,45 +71,39 @@ class Runner:
 
     def stream(self, name_or_file: str | library.Query) -> Stream:
         """The query's rows a chunk at a time (from Log Analytics, all in
-        one); locally the connection is free for other queries only once
-        the last chunk has been read."""
-        query = self._query(name_or_file)
+        one); locally the connection is busy until the last is read."""
+        query = library.resolve(name_or_file)
         if self.workspace:
             engine = _engine('cloud')
             if self._con is None:
                 self._con = engine.connect()
             return engine.run(self._con, self.workspace,
                               library.compose(query, self.filters)).stream()
-        text = _local_text(query)
-        return _engine('local').stream(self._local(), text, self.now)
+        return _engine('local').stream(self._local(), _local_text(query),
+                                       self.now)
 
     def read(self, name_or_file: str | library.Query) -> None:
         """Reads the local store for this query now (nothing with a
         workspace), so that notes() speaks of it before its rows."""
         if not self.workspace:
-            self._query(name_or_file)        # a name that is not: an error
+            library.resolve(name_or_file)    # a name that is not: an error
             self._local()
 
     def write(self, name_or_file: str | library.Query, writer, out) -> int:
         """*writer*'s text (output.write_table, write_csv or write_json) of
-        the query's rows; locally a large CSV or JSON is written by DuckDB
-        (a million rows never become Python values)."""
-        query = self._query(name_or_file)
+        the query's rows (locally a large CSV or JSON by DuckDB)."""
+        query = library.resolve(name_or_file)
         if self.workspace:
             return writer(self.stream(query), out)
-        text = _local_text(query)
-        return _engine('local').write(self._local(), text, writer, out,
-                                      self.now)
+        return _engine('local').write(self._local(), _local_text(query),
+                                      writer, out, self.now)
 
 
 def _local_text(query: library.Query) -> str:
-    """The KQL the local engine runs for *query*: clusterproof_results is
-    a view of its connection (the base, deduplicated once, with the
-    filters), which the shipped base query reads as it is."""
-    if query.name == library.BASE_NAME and not query.standalone \
-            and query.text == library.shipped()[library.BASE_NAME].text:
-        return f'{library.BASE_FUNCTION}\n'
-    return query.text
+    """The KQL the local engine runs: the shipped base is its connection's
+    view clusterproof_results (deduplicated once, with the filters)."""
+    return f'{library.BASE_FUNCTION}\n' if library.is_base(query) \
+        else query.text
 
 
 def _name_unreadable_lines(paths: list[str]) -> None:
@@ -129,15 +116,15 @@ def _name_unreadable_lines(paths: list[str]) -> None:
 
 
 def _engine(name: str):
-    """The engine module; its packages come from requirements.txt."""
+    """The engine module, imported when first used (requirements.txt)."""
     try:
         if name == 'cloud':
-            from scripts.query import cloud
-            return cloud
-        from scripts.query import local
-        return local
+            from scripts.query import cloud as engine
+        else:
+            from scripts.query import local as engine
     except ImportError as err:
         raise QueryFailed(
             f'{err.name} is not installed for {sys.executable}: run '
             '`bash scripts/setup.sh`, then `.venv/bin/python '
             'scripts/clusterproof ...` (or activate .venv)') from None
+    return engine

@@ -7,7 +7,7 @@ import dataclasses
 import datetime as dt
 from collections import defaultdict
 
-from checks.health.judge import NOT_AVAILABLE_METRIC, SUMMARY_METRIC
+from checks.health.assessment import NOT_AVAILABLE_METRIC, SUMMARY_METRIC
 from scripts.query import library
 from scripts.query.runner import Runner
 

@@ -9,8 +9,7 @@ import re
 
 import pytest
 
-from checks.common import fan_out
-from config.results.rows import builder
+from checks.common import fan_out, measurements
 from scripts.acceptance import plan, verdicts
 from scripts.cli.sandbox import NODES
 from scripts.judging import peers
@@ -72,10 +71,10 @@ def test_a_step_that_measured_nothing_says_why(tmp_path):
 
 def test_a_batch_cases_variables_are_one_metric_on_one_node():
     nodes = {'triad_bw@hb-3': 'hb-3', 'bw_avg_mlx5_0@hb-3': 'hb-3'}
-    assert builder.split_group('triad_bw@hb-3', nodes) == ('triad_bw', 'hb-3')
-    assert builder.split_group('triad_bw', nodes) == ('triad_bw', None)
-    assert builder.split_device(
-        builder.split_group('bw_avg_mlx5_0@hb-3', nodes)[0],
+    assert measurements.split_group('triad_bw@hb-3', nodes) == ('triad_bw', 'hb-3')
+    assert measurements.split_group('triad_bw', nodes) == ('triad_bw', None)
+    assert measurements.split_device(
+        measurements.split_group('bw_avg_mlx5_0@hb-3', nodes)[0],
         {'bw_avg_mlx5_0': 'mlx5_0'}) == ('bw_avg', 'mlx5_0')
 
 

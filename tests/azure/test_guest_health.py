@@ -381,7 +381,7 @@ def test_without_an_identity_nothing_is_filed_and_it_says_why(
 def test_a_gpu_finding_names_the_gpu_in_the_documented_fields(nodes,
                                                               impact_api):
     impact_api.onboarded.add(SUB)
-    # what the health judge says of an XID 79 (checks/health/judge.py)
+    # what the health judge says of an XID 79 (checks/health/assessment.py)
     xid = Finding('sb-n2', 'sandbox:ndv5', 'NcclSingleNode', FAIL,
                   kind='xid_error', device='gpu3', value=79,
                   reason='health: GPU 3 XID 79: NVRM: Xid (PCI:0000:9b:00): '

@@ -26,11 +26,11 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
-from checks.health import dump, fingerprint, judge, rules  # noqa: E402
+from checks.health import assessment, dump, fingerprint, rules  # noqa: E402
 from tests.support.health_data import HEALTH, build_sysfs
 from tests.support.helpers import REPO, STANDINS
 
-SAMPLER = REPO / 'checks' / 'common' / 'health_sample.sh'
+SAMPLER = REPO / 'checks' / 'common' / 'node_probe.sh'
 NODE = 'nd-1'
 SKU = 'Standard_ND96amsr_A100_v4'
 
@@ -87,7 +87,7 @@ def main() -> int:
             samples = root / 'samples'
             before = dump.split((samples / f'before.{NODE}.txt').read_text())
             after = dump.split((samples / f'after.{NODE}.txt').read_text())
-            result = judge.assess(NODE, before, after, shipped, nominal)
+            result = assessment.assess(NODE, before, after, shipped, nominal)
             fingerprint.of_node(before)
             assess_s.append(time.perf_counter() - began)
             rows = len(result.rows)

@@ -6,15 +6,14 @@ import json
 
 from config import config as project
 from config.results.azure import ingestion
-from config.results.handlers import store_handler
-from config.results.rows import builder
+from config.results.handlers import records, store_handler
 from config.results.azure.live_push import HANDLER_TYPE
 
 
 def one_row_per_post(record, extras, ignore_keys):
-    if builder.is_dry_run(record):
+    if records.is_dry_run(record):
         return None
-    return json.dumps([builder.row_from_log_record(record,
+    return json.dumps([records.row_from_log_record(record,
                                                    store_handler.SESSION_ID)])
 
 

@@ -60,7 +60,8 @@ def test_every_system_is_listed():
 
 @pytest.mark.parametrize('partition', ['hbv4', 'hbv5'])
 def test_ior_dry_run_job_script(partition, tmp_path):
-    script = only_job_script(tmp_path, f'azure:{partition}', '^IorCheck$')
+    script = only_job_script(tmp_path, f'azure:{partition}', '^IorCheck$',
+                             checks='checks/storage/ior.py')
     assert f'#SBATCH --partition={partition}' in script
     assert '#SBATCH --exclusive' in script
     assert '#SBATCH --ntasks=16' in script     # 2 nodes x 8 tasks
@@ -74,6 +75,7 @@ def test_partitions_can_be_mapped_to_site_slurm_names(tmp_path):
     env = suite_env(tmp_path / 'home',
                     {'CLUSTERPROOF_AZURE_PARTITIONS': 'hbv4=hpc'})
     scripts = dry_run_job_scripts(tmp_path, 'azure', '-n', '^IorCheck$',
-                                  env=env)
+                                  env=env,
+                                  checks='checks/storage/ior.py')
     assert list(scripts) == ['IorCheck']
     assert '#SBATCH --partition=hpc' in scripts['IorCheck']

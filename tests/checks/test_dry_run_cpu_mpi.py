@@ -13,7 +13,8 @@ def sbatch(script: str) -> set[str]:
 
 
 def test_stream_uses_every_core_of_hbv5(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv5', '^StreamCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv5', '^StreamCheck$',
+                             checks='checks/cpu/stream.py')
     assert {'--ntasks=1', '--cpus-per-task=368', '--partition=hbv5',
             '--exclusive'} <= sbatch(script)
     assert 'export OMP_NUM_THREADS=368' in script
@@ -25,7 +26,8 @@ def test_stream_uses_every_core_of_hbv5(tmp_path):
 
 def test_stream_on_hbv4_follows_the_health_checks_method(tmp_path):
     # the floor's method: 48 threads on AzHC's place list, the whole node
-    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$',
+                             checks='checks/cpu/stream.py')
     assert {'--ntasks=1', '--cpus-per-task=176'} <= sbatch(script)
     assert 'export OMP_NUM_THREADS=48' in script
     assert 'export OMP_PLACES={0:1},{4:1},{8:1},' in script
@@ -34,7 +36,8 @@ def test_stream_on_hbv4_follows_the_health_checks_method(tmp_path):
 
 def test_stream_on_hbv3_follows_the_health_checks_method(tmp_path):
     # azure_cpu_stream.nhc (commit 0e0a1ac): 32 threads on HB120rs_v3's list
-    script = only_job_script(tmp_path, 'azure:hbv3', '^StreamCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv3', '^StreamCheck$',
+                             checks='checks/cpu/stream.py')
     assert 'export OMP_NUM_THREADS=32' in script
     assert 'export OMP_PLACES={0:1},{3:1},{8:1},{12:1},' in script
     assert 'export OMP_STACKSIZE=256M' in script
@@ -43,7 +46,8 @@ def test_stream_on_hbv3_follows_the_health_checks_method(tmp_path):
 def test_stream_own_method_uses_every_core(tmp_path):
     scripts = dry_run_job_scripts(
         tmp_path, 'azure:hbv4', '-n', '^StreamCheck$', '-S',
-        'follow_reference_method=false')
+        'follow_reference_method=false',
+        checks='checks/cpu/stream.py')
     script = next(iter(scripts.values()))
     assert 'export OMP_NUM_THREADS=176' in script
     assert 'export OMP_PLACES=cores' in script
@@ -52,7 +56,8 @@ def test_stream_own_method_uses_every_core(tmp_path):
 def test_hpl_follows_azures_published_recipe_on_hbv4(tmp_path):
     # Azure/woc-benchmarking hpl_run_scr_hbv4.sh: 88 ranks x 2 threads,
     # P 11 x Q 8, NB 232 (config/systems/sku_facts.yaml)
-    script = only_job_script(tmp_path, 'azure:hbv4', '^HplCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^HplCheck$',
+                             checks='checks/cpu/hpl.py')
     assert {'--ntasks=88', '--ntasks-per-node=88', '--cpus-per-task=2',
             '--partition=hbv4'} <= sbatch(script)
     assert 'export OMP_NUM_THREADS=2' in script
@@ -68,7 +73,8 @@ def test_hpl_follows_azures_published_recipe_on_hbv4(tmp_path):
 
 
 def test_hpl_is_flat_where_no_recipe_is_published(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv5', '^HplCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv5', '^HplCheck$',
+                             checks='checks/cpu/hpl.py')
     assert {'--ntasks=368', '--ntasks-per-node=368'} <= sbatch(script)
     assert re.search(r'^16\s+Ps$', script, re.MULTILINE)   # 16 x 23 = 368
     # no published recipe names HBv5's BLAS: the generic block size
@@ -84,7 +90,8 @@ def time_limit(script: str) -> tuple[int, int, int]:
 
 def test_hpl_block_size_follows_the_blas_family(tmp_path):
     scripts = dry_run_job_scripts(tmp_path, 'azure:hbv4', '-n', '^HplCheck$',
-                                  '-S', 'blas_family=openblas')
+                                  '-S', 'blas_family=openblas',
+                                  checks='checks/cpu/hpl.py')
     assert re.search(r'^256\s+NBs$', next(iter(scripts.values())),
                      re.MULTILINE)
 
@@ -101,12 +108,14 @@ def test_every_check_has_a_time_limit(tmp_path, target):
 
 def test_time_limit_can_be_overridden(tmp_path):
     scripts = dry_run_job_scripts(tmp_path, 'azure:hbv4', '-n', '^HplCheck$',
-                                  '-S', 'time_limit=45m')
+                                  '-S', 'time_limit=45m',
+                                  checks='checks/cpu/hpl.py')
     assert time_limit(next(iter(scripts.values()))) == (0, 45, 0)
 
 
 def test_ior_defeats_the_page_cache(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^IorCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^IorCheck$',
+                             checks='checks/storage/ior.py')
     # two nodes: every task reads what a task of the other node wrote (-C)
     assert {'--ntasks=16', '--ntasks-per-node=8'} <= sbatch(script)
     run = re.search(r'^srun --mpi=pmix ior (.+)$', script, re.MULTILINE)
@@ -125,12 +134,14 @@ def test_ior_defeats_the_page_cache(tmp_path):
 
 def test_ior_o_direct_on_request(tmp_path):
     scripts = dry_run_job_scripts(tmp_path, 'azure:hbv4', '-n', '^IorCheck$',
-                                  '-S', 'direct_io=true')
+                                  '-S', 'direct_io=true',
+                                  checks='checks/storage/ior.py')
     assert ' --posix.odirect ' in next(iter(scripts.values()))
 
 
 def test_hpcg_writes_its_input_and_runs_one_rank_per_core(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^HpcgCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^HpcgCheck$',
+                             checks='checks/cpu/hpcg.py')
     assert '--ntasks=176' in sbatch(script)
     assert 'hpcg.dat' in script
     assert re.search(r'^srun .*--mpi=pmix xhpcg .*--rt=60', script,
@@ -140,7 +151,8 @@ def test_hpcg_writes_its_input_and_runs_one_rank_per_core(tmp_path):
 def test_osu_latency_is_one_rank_on_each_of_two_nodes(tmp_path):
     script = only_job_script(
         tmp_path, 'azure:hbv4',
-        'OsuPointToPoint%buffer=cpu%benchmark=osu_latency')
+        'OsuPointToPoint%buffer=cpu%benchmark=osu_latency',
+        checks='checks/network/osu.py')
     assert {'--ntasks=2', '--ntasks-per-node=1'} <= sbatch(script)
     assert 'HPCX_OSU_DIR' in script
     assert re.search(r'^srun --cpu-bind=cores --mpi=pmix osu_latency$', script,
@@ -151,7 +163,8 @@ def test_osu_latency_is_one_rank_on_each_of_two_nodes(tmp_path):
 def test_osu_gpu_buffers_on_ndv5_ask_for_gpus(tmp_path):
     script = only_job_script(
         tmp_path, 'azure:ndv5',
-        'OsuPointToPoint%buffer=cuda%benchmark=osu_bw')
+        'OsuPointToPoint%buffer=cuda%benchmark=osu_bw',
+        checks='checks/network/osu.py')
     assert {'--ntasks=2', '--ntasks-per-node=1', '--gres=gpu:1',
             '--partition=ndv5'} <= sbatch(script)
     assert 'HPCX_OSU_CUDA_DIR' in script
@@ -164,7 +177,8 @@ def test_osu_gpu_buffers_on_ndv5_ask_for_gpus(tmp_path):
 def test_osu_gpu_buffers_are_not_run_on_cpu_partitions(tmp_path):
     from tests.support.helpers import dry_run_job_scripts
     scripts = dry_run_job_scripts(tmp_path, 'azure:hbv4', '-n',
-                                  'OsuPointToPoint%buffer=cuda')
+                                  'OsuPointToPoint%buffer=cuda',
+                                  checks='checks/network/osu.py')
     assert scripts == {}
 
 
@@ -173,21 +187,25 @@ def test_osu_allreduce_uses_every_core_of_both_nodes(tmp_path):
     # every core of each HBv5 node is a rank, pinned, and OMB validates
     # each result with a datatype that validates
     script = only_job_script(
-        tmp_path, 'azure:hbv5', 'OsuCollective%buffer=cpu%benchmark=osu_allreduce')
+        tmp_path, 'azure:hbv5',
+        'OsuCollective%buffer=cpu%benchmark=osu_allreduce',
+        checks='checks/network/osu.py')
     assert {'--ntasks=736', '--ntasks-per-node=368'} <= sbatch(script)
     assert re.search(r'^srun --cpu-bind=cores --mpi=pmix osu_allreduce '
                      r'-x 100 -i 1000 -c -T mpi_int$', script, re.MULTILINE)
 
 
 def test_hpcc_two_nodes_one_rank_each(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^HpccTwoNodes$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^HpccTwoNodes$',
+                             checks='checks/cpu/hpcc.py')
     assert {'--ntasks=2', '--ntasks-per-node=1'} <= sbatch(script)
     assert re.search(r'^srun --cpu-bind=cores --mpi=pmix hpcc$', script,
                      re.MULTILINE)
 
 
 def test_mpi_stage_copies_then_proves_the_no_copy_path(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^MpiStageCheck$')
+    script = only_job_script(tmp_path, 'azure:hbv4', '^MpiStageCheck$',
+                             checks='checks/staging/mpi_stage.py')
     assert {'--ntasks=2', '--ntasks-per-node=1'} <= sbatch(script)
     runs = re.findall(r'^srun --mpi=pmix mpi_stage (.+)$', script,
                       re.MULTILINE)

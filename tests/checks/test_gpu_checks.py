@@ -370,9 +370,9 @@ def test_perftest_pair_on_ndv5_uses_gpu_memory_per_hca(ndv5):
     assert '#SBATCH --ntasks=2' in script
     assert '#SBATCH --ntasks-per-node=1' in script
     assert '#SBATCH --gres=gpu:8' in script
-    # the run, then the health sample after it (checks/common/health_sampling)
+    # the run, then the node probe after it (checks/common/node_probe.py)
     assert script[-2] == 'bash perftest_hcas.sh'
-    assert 'clusterproof_health_sample.sh after' in script[-1]
+    assert 'clusterproof_node_probe.sh after' in script[-1]
     pairs = (stage / 'perftest_hcas.sh').read_text()
     assert "STEP_OPTIONS=--gres=gpu:8" in pairs
     assert 'client=${nodes[1]}' in pairs

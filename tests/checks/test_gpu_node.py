@@ -8,9 +8,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from checks.common.health_sampling import SAMPLER
+from checks.common.node_probe import PROBE
 from checks.gpu.gpu_node import ask_each_gpu
-from checks.health import dump, gpu_node, judge, rules
+from checks.health import assessment, dump, gpu_node, rules
 from checks.parsers import dcgmi
 from tests.support.helpers import STANDINS, run_reframe, suite_env
 
@@ -51,9 +51,9 @@ def test_the_azure_dry_run_of_every_nd_partition(tmp_path):
             scripts[(partition, 'GpuDiagDaily')]
         # the health sample before and after each job (nvlink -e inside)
         for text in (inventory, links, diag):
-            assert text.index('health_sample.sh before') < \
-                text.index('health_sample.sh after')
-    assert 'nvidia-smi nvlink -e' in Path(SAMPLER).read_text()
+            assert text.index('node_probe.sh before') < \
+                text.index('node_probe.sh after')
+    assert 'nvidia-smi nvlink -e' in Path(PROBE).read_text()
 
 
 def standin(*argv, **env):
@@ -149,7 +149,7 @@ def test_nvlink_error_counters_rising_around_a_test_are_recorded():
         return dump.split(f'##clusterproof-health nvidia-smi\n{xml}\n'
                           f'##clusterproof-health nvlink-errors\n{counters}')
     after = errors.replace('Link 1: CRC Errors: 0', 'Link 1: CRC Errors: 4')
-    result = judge.assess('nd-1', sample(errors), sample(after),
+    result = assessment.assess('nd-1', sample(errors), sample(after),
                           rules.load(), rules.nominal(H100))
     [row] = [r for r in result.rows if r.metric == 'nvlink_crc_errors']
     assert (row.device, row.value, row.result, row.reason) == (

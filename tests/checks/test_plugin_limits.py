@@ -7,8 +7,9 @@ state by name (``getattr``/``hasattr`` with a string, ``vars()``,
 
 The tables hold today's figures as ceilings: a figure may only go down, and
 a fold lowers its ceiling here. The issue's goal is at most GOAL_MRO
-classes and GOAL_HOOKS hooks for every check; the checks past it are listed
-in checks/README.md.
+classes and GOAL_HOOKS hooks for every check (checks/README.md says where
+the checks stand); test_the_checks_within_the_goal_stay_there holds those
+that reach it.
 """
 import ast
 import importlib
@@ -27,46 +28,46 @@ AREAS = ('cpu', 'gpu', 'network', 'staging', 'storage')
 
 # class -> (classes in its MRO, hooks), at most; lower them as plugins fold.
 CEILINGS = {
-    'cpu.hpcc.HpccBase': (18, 20),
-    'cpu.hpcc.HpccNode': (19, 20),
-    'cpu.hpcc.HpccTwoNodes': (19, 21),
-    'cpu.hpcg.HpcgCheck': (18, 20),
-    'cpu.hpcg.HpcgSpackCheck': (20, 22),
-    'cpu.hpl.HplCheck': (18, 22),
-    'cpu.hpl.HplSpackCheck': (20, 24),
-    'cpu.stream.StreamBase': (16, 15),
-    'cpu.stream.StreamCheck': (17, 17),
-    'cpu.stream.StreamMpiCheck': (18, 18),
-    'cpu.stream.StreamSpackCheck': (19, 19),
-    'gpu.compute.GpuComputeBase': (17, 19),
-    'gpu.compute.GpuComputeBurn': (18, 19),
-    'gpu.compute.GpuComputeQuick': (18, 19),
-    'gpu.copy_bandwidth.GpuCopyBandwidth': (17, 20),
-    'gpu.fabric_bandwidth.GpuFabricBandwidth': (17, 19),
-    'gpu.gpu_node.GpuDiag': (11, 11),
-    'gpu.gpu_node.GpuDiagDaily': (12, 11),
-    'gpu.gpu_node.GpuInventory': (10, 10),
-    'gpu.gpu_node.GpuNodeCheck': (9, 8),
-    'gpu.gpu_node.GpuNvlink': (10, 10),
-    'gpu.hbm_bandwidth.GpuMemoryBandwidth': (17, 18),
-    'gpu.nccl.NcclBase': (16, 21),
-    'gpu.nccl.NcclHealthCheckAllReduce': (17, 22),
-    'gpu.nccl.NcclHealthCheckIbLoopback': (18, 22),
-    'gpu.nccl.NcclMultiNode': (17, 21),
-    'gpu.nccl.NcclSingleNode': (17, 21),
-    'gpu.nvlink_fabric.NvlinkFabric': (8, 7),
-    'gpu.per_gpu.PerGpuBenchmark': (16, 17),
-    'network.osu.OsuBase': (17, 20),
-    'network.osu.OsuCollective': (18, 22),
-    'network.osu.OsuPointToPoint': (18, 21),
-    'network.osu.OsuPointToPointSpack': (20, 23),
-    'network.perftest.PerftestBase': (16, 17),
-    'network.perftest.PerftestLoopback': (17, 17),
-    'network.perftest.PerftestPair': (17, 17),
-    'staging.mpi_stage.MpiStageCheck': (17, 20),
-    'storage.ior.IorBase': (18, 21),
-    'storage.ior.IorCheck': (19, 21),
-    'storage.ior.IorSpackCheck': (20, 23),
+    'cpu.hpcc.HpccBase': (16, 15),
+    'cpu.hpcc.HpccNode': (17, 15),
+    'cpu.hpcc.HpccTwoNodes': (17, 16),
+    'cpu.hpcg.HpcgCheck': (16, 15),
+    'cpu.hpcg.HpcgSpackCheck': (18, 17),
+    'cpu.hpl.HplCheck': (16, 16),
+    'cpu.hpl.HplSpackCheck': (18, 18),
+    'cpu.stream.StreamBase': (14, 10),
+    'cpu.stream.StreamCheck': (15, 12),
+    'cpu.stream.StreamMpiCheck': (16, 13),
+    'cpu.stream.StreamSpackCheck': (17, 14),
+    'gpu.compute.GpuComputeBase': (15, 14),
+    'gpu.compute.GpuComputeBurn': (16, 14),
+    'gpu.compute.GpuComputeQuick': (16, 14),
+    'gpu.copy_bandwidth.GpuCopyBandwidth': (15, 15),
+    'gpu.fabric_bandwidth.GpuFabricBandwidth': (15, 14),
+    'gpu.gpu_node.GpuDiag': (9, 7),
+    'gpu.gpu_node.GpuDiagDaily': (10, 7),
+    'gpu.gpu_node.GpuInventory': (8, 6),
+    'gpu.gpu_node.GpuNodeCheck': (7, 4),
+    'gpu.gpu_node.GpuNvlink': (8, 6),
+    'gpu.hbm_bandwidth.GpuMemoryBandwidth': (15, 13),
+    'gpu.nccl.NcclBase': (14, 13),
+    'gpu.nccl.NcclHealthCheckAllReduce': (15, 14),
+    'gpu.nccl.NcclHealthCheckIbLoopback': (16, 14),
+    'gpu.nccl.NcclMultiNode': (15, 13),
+    'gpu.nccl.NcclSingleNode': (15, 13),
+    'gpu.nvlink_fabric.NvlinkFabric': (7, 5),
+    'gpu.per_gpu.PerGpuBenchmark': (14, 12),
+    'network.osu.OsuBase': (15, 14),
+    'network.osu.OsuCollective': (16, 16),
+    'network.osu.OsuPointToPoint': (16, 15),
+    'network.osu.OsuPointToPointSpack': (18, 17),
+    'network.perftest.PerftestBase': (14, 12),
+    'network.perftest.PerftestLoopback': (15, 12),
+    'network.perftest.PerftestPair': (15, 12),
+    'staging.mpi_stage.MpiStageCheck': (15, 14),
+    'storage.ior.IorBase': (16, 16),
+    'storage.ior.IorCheck': (17, 16),
+    'storage.ior.IorSpackCheck': (18, 18),
 }
 
 # ReFrame's pipeline stages: a check adds hooks to them, never replaces them
@@ -77,8 +78,6 @@ STAGE_METHODS = {'setup', 'compile', 'compile_wait', 'run', 'run_wait',
 
 # file (relative to checks/) -> reads of state by name; lower it as they go.
 READS_BY_NAME = {
-    'common/fanned_job.py': 2,
-    'common/site_baseline_judging.py': 3,
     'common/sku_references.py': 2,
     'gpu/compute.py': 1,
     'gpu/copy_bandwidth.py': 1,
@@ -125,6 +124,15 @@ def test_the_ceilings_are_todays_figures():
              for name, cls in check_classes().items()
              if figures(cls) != CEILINGS[name]}
     assert not loose, f'(MRO, hooks) now and in CEILINGS: {loose}'
+
+
+def test_the_checks_within_the_goal_stay_there():
+    within = {name for name, cls in check_classes().items()
+              if figures(cls)[0] <= GOAL_MRO
+              and figures(cls)[1] <= GOAL_HOOKS}
+    assert within >= {'gpu.gpu_node.GpuNodeCheck', 'gpu.gpu_node.GpuDiag',
+                      'gpu.gpu_node.GpuDiagDaily', 'gpu.gpu_node.GpuInventory',
+                      'gpu.gpu_node.GpuNvlink', 'gpu.nvlink_fabric.NvlinkFabric'}
 
 
 def test_no_check_overrides_a_pipeline_stage():

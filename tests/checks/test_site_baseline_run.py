@@ -1,5 +1,5 @@
 """A plain ReFrame run judged against the site baseline when its rows are
-written (checks/common/site_baseline_judging.py): real ReFrame on the `local`
+written (checks/common/site_baseline_verdicts.py): real ReFrame on the `local`
 system (and on the sandbox Slurm, whose partition has a published floor, for
 both bases at once), STREAM's replay stand-in printing real outputs, a
 baseline made by `clusterproof baseline` from a first run's rows."""

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from checks.common import health_sampling, job_nodes, vm_size
+from checks.common import job_nodes, node_probe
 from tests.support.helpers import (REPO, STANDINS, dry_run_job_scripts,
                                    run_reframe, suite_env)
 
@@ -28,11 +28,9 @@ def scripts(tmp_path_factory):
 
 @pytest.mark.parametrize('check', sorted(SPECS))
 def test_the_job_loads_the_fixture_build_first(scripts, check):
-    # (the lines that record the job's nodes, the node's VM size and its
-    # health before the test may come before: job_nodes.py, vm_size.py,
-    # health_sampling.py)
-    records = (job_nodes.NODES_FILE, vm_size.VM_SIZE_FILE,
-               vm_size.VM_SIZES_DIR, health_sampling.SAMPLER_COPY)
+    # (the lines that record the job's nodes and probe them before the
+    # test may come before: job_nodes.py, node_probe.py)
+    records = (job_nodes.NODES_FILE, node_probe.PROBE_COPY)
     body = [line for line in scripts[check].splitlines()
             if line and not line.startswith(('#', 'export '))
             and not any(name in line for name in records)]

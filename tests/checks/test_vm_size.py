@@ -7,11 +7,12 @@ Nothing is sent to 169.254.169.254 or any other non-loopback address: the
 URL is a setting, and the azure job scripts are only written (--dry-run),
 never run."""
 import os
-import shlex
 import shutil
 import subprocess
+from pathlib import Path
 
-from checks.common import references, vm_size
+from checks.common import (health_sampling, job_nodes, launch, node_probe,
+                           references, vm_size)
 from tests.support.acceptance_runs import (NODES, STREAM_ONLY, acceptance,
                                            expected, stored, verdict_of)
 from tests.support.helpers import only_job_script
@@ -32,83 +33,102 @@ def test_vm_size_answers_and_mismatches():
     assert vm_size.mismatch('hpc', 'Standard_HB176rs_v4', '', 'hpc-3') == ''
 
 
-def test_the_job_command_asks_with_the_header_and_writes_the_size(tmp_path):
+def probe(directory, url: str, env: dict, sh: str = 'sh'):
+    """node_probe.sh before the run, only asking the VM size, as a job's
+    node runs it; what it wrote, read as the test reads it."""
+    result = subprocess.run(
+        [sh, node_probe.PROBE, 'before', 'probes', '', '', url,
+         node_probe.NO_HEALTH], cwd=directory, env=env, capture_output=True,
+        text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return health_sampling.samples_of(str(directory / 'probes'))
+
+
+def test_the_probe_asks_with_the_header_and_records_the_size(tmp_path):
     with LoopbackImds({'sb-n3': 'Standard_HB120rs_v3'}) as imds:
-        command = vm_size.record_command(imds.url)
-        env = {**os.environ, 'SLURMD_NODENAME': 'sb-n3'}
-        subprocess.run(['bash', '-c', command], cwd=tmp_path, env=env,
-                       check=True, timeout=30)
-        assert (tmp_path / vm_size.VM_SIZE_FILE).read_text() == \
-            'Standard_HB120rs_v3'
+        samples = probe(tmp_path, imds.url,
+                        {**os.environ, 'SLURMD_NODENAME': 'sb-n3'})
+        assert vm_size.node_sizes(samples, ['sb-n3']) == \
+            {'sb-n3': 'Standard_HB120rs_v3'}
+        # only the VM size was asked for: no health source in the file
+        assert set(samples['sb-n3']['before'].sections) == \
+            {'time', vm_size.SECTION}
         # like IMDS, no header gets no answer; the job then records nothing
         bare = subprocess.run(['curl', '-s', '-o', '/dev/null', '-w',
                                '%{http_code}', imds.url.replace('%n',
                                                                 'sb-n3')],
                               capture_output=True, text=True, timeout=30)
         assert bare.stdout == '400'
-        subprocess.run(['bash', '-c', command], cwd=tmp_path,
-                       env={**os.environ, 'SLURMD_NODENAME': 'sb-n9'},
-                       check=True, timeout=30)
-        assert (tmp_path / vm_size.VM_SIZE_FILE).read_text() == ''
+        samples = probe(tmp_path, imds.url,
+                        {**os.environ, 'SLURMD_NODENAME': 'sb-n9'})
+        assert vm_size.node_sizes(samples, ['sb-n9']) == {}
+        assert samples['sb-n9']['before'].text(vm_size.SECTION) == ''
     assert [(r['node'], r['metadata']) for r in imds.requests] == [
         ('sb-n3', 'true'), ('sb-n3', None), ('sb-n9', 'true')]
 
 
 def test_a_node_without_curl_says_so_and_records_no_size(tmp_path):
-    """A minimal image without curl: the job says why it has no size (on
-    stderr and in the file), and the reading side reports it, never a
-    size."""
+    """A minimal image without curl: the node's file says why it has no
+    size, and the reading side reports it, never a size."""
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
-    for tool in ('sh', 'echo', 'tee'):
+    for tool in ('sh', 'date', 'mkdir', 'mv', 'sed'):
         found = shutil.which(tool)
         if found:
             (bin_dir / tool).symlink_to(found)
-    command = vm_size.record_command('http://127.0.0.1:9/%n')
-    result = subprocess.run(
-        [shutil.which('bash'), '-c', command], cwd=tmp_path,
-        capture_output=True,
-        text=True, timeout=30,
-        env={'PATH': str(bin_dir), 'SLURMD_NODENAME': 'sb-n2'})
-    assert result.returncode == 0
+    samples = probe(tmp_path, 'http://127.0.0.1:9/%n',
+                    {'PATH': str(bin_dir), 'SLURMD_NODENAME': 'sb-n2'},
+                    sh=shutil.which('sh'))
     said = 'no HTTP client: curl is not installed on sb-n2'
-    assert result.stderr.strip() == said
-    assert vm_size.read_vm_size(str(tmp_path / vm_size.VM_SIZE_FILE)) == ''
-    assert vm_size.no_http_client(str(tmp_path)) == [said]
-    assert vm_size.read_node_sizes(str(tmp_path), ['sb-n2']) == {}
+    assert vm_size.no_http_client(samples) == [said]
+    assert vm_size.node_sizes(samples, ['sb-n2']) == {}
+
+
+IMDS = ('http://169.254.169.254/metadata/instance/compute/vmSize'
+        '?api-version=2021-02-01&format=text')
 
 
 def test_azure_job_scripts_ask_imds_with_a_2s_limit(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
-    assert ("curl -s -f -m 2 -H 'Metadata: true' --noproxy '*' "
-            "'http://169.254.169.254/metadata/instance/compute/vmSize"
-            "?api-version=2021-02-01&format=text' > "
-            "clusterproof_vm_size.txt 2>/dev/null || true") in script
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$',
+                             checks='checks/cpu/stream.py')
+    assert f"sh ./clusterproof_node_probe.sh before clusterproof_health " \
+        f"/sys " in script and f" '{IMDS}'" in script
+    assert ("curl -s -f -m 2 -H 'Metadata: true' --noproxy '*' \"$url\"" in
+            Path(node_probe.PROBE).read_text())
 
 
 def test_every_node_of_a_slurm_job_asks_for_itself(tmp_path):
-    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$')
-    line = next(line for line in script.splitlines()
-                if vm_size.VM_SIZES_DIR in line)
-    assert line.startswith('if [ "${SLURM_JOB_NUM_NODES:-1}" -gt 1 ]; then '
-                           'mkdir -p clusterproof_vm_sizes && srun '
-                           '--overlap --nodes="$SLURM_JOB_NUM_NODES" '
-                           '--ntasks="$SLURM_JOB_NUM_NODES" '
-                           '--ntasks-per-node=1 sh -c ')
-    words = shlex.split(line)
-    ask = words[words.index('-c') + 1]   # what each node's task runs
-    assert ask.startswith("if command -v curl >/dev/null 2>&1; then "
-                          "curl -s -f -m 2 -H 'Metadata: true' --noproxy "
-                          "'*' 'http://169.254.169.254/metadata/instance/")
-    assert (' > clusterproof_vm_sizes/"${SLURMD_NODENAME:-'
-            '$(hostname -s)}".txt 2>/dev/null || true; else ') in ask
-    # the batch script's node asks only in a one-node job (or when the
-    # step fails): never a second time beside its own task
-    first = vm_size.record_command(
-        'http://169.254.169.254/metadata/instance/compute/vmSize'
-        '?api-version=2021-02-01&format=text')
-    assert line.endswith(f' >/dev/null 2>&1 || {first}; else {first}; fi')
-    assert [text for text in script.splitlines() if 'curl' in text] == [line]
+    script = only_job_script(tmp_path, 'azure:hbv4', '^StreamCheck$',
+                             checks='checks/cpu/stream.py')
+    lines = script.splitlines()
+    line = next(line for line in lines if IMDS in line)
+    # one srun step with a task on each node; the batch script's node asks
+    # only in a one-node job (or when the step cannot start), never a
+    # second time beside its own task
+    command = line[len('{ if [ "${SLURM_JOB_NUM_NODES:-1}" -gt 1 ]; then '
+                       'srun --overlap --nodes="$SLURM_JOB_NUM_NODES" '
+                       '--ntasks="$SLURM_JOB_NUM_NODES" '
+                       '--ntasks-per-node=1 '):].split(' || ')[0]
+    assert command.startswith('sh ./clusterproof_node_probe.sh before ')
+    assert line == launch.on_every_node(command, 'slurm')
+    assert line == ('{ if [ "${SLURM_JOB_NUM_NODES:-1}" -gt 1 ]; then '
+                    'srun --overlap --nodes="$SLURM_JOB_NUM_NODES" '
+                    '--ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 '
+                    f'{command} || {command}; else {command}; fi; }} '
+                    '>/dev/null 2>&1 || true')
+    # the second line of the script, after the one recording the nodes
+    assert lines.index(line) == lines.index(next(
+        text for text in lines if job_nodes.NODES_FILE in text)) + 1
+    assert [text for text in lines if 'vmSize' in text] == [line]
+    assert not [text for text in lines if 'curl' in text]
+
+
+def test_a_step_on_every_node_is_slurm_s_only():
+    """Elsewhere (PBS, local) the node that runs the batch script probes
+    itself alone."""
+    for scheduler in ('pbs', 'torque', 'local'):
+        assert launch.on_every_node('sh ./probe.sh before', scheduler) == \
+            '{ sh ./probe.sh before; } >/dev/null 2>&1 || true'
 
 
 def test_a_node_of_another_sku_is_a_finding_and_informational(sandbox_env):

@@ -8,13 +8,13 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from checks.health import dump, fingerprint, gpu, infiniband, judge, \
+from checks.health import assessment, dump, fingerprint, gpu, infiniband, \
     kernel_log, nvlink, rules
 from tests.support.health_data import HEALTH, build_sysfs, raise_counter
 from tests.support.helpers import REPO, STANDINS
 from tests.support.hostile_text import random_text
 
-SAMPLER = REPO / 'checks' / 'common' / 'health_sample.sh'
+SAMPLER = REPO / 'checks' / 'common' / 'node_probe.sh'
 HB = 'Standard_HB176rs_v4'
 ND = 'Standard_ND96isr_H100_v5'
 
@@ -46,7 +46,7 @@ def test_link_downed_fails_and_symbol_errors_are_recorded(tmp_path):
     raise_counter(root, 'link_downed', 1)
     raise_counter(root, 'symbol_error', 7)
     after = sample(tmp_path, 'after')
-    result = judge.assess('sb-n3', before, after, rules.load(),
+    result = assessment.assess('sb-n3', before, after, rules.load(),
                           rules.nominal(HB))
     rows = by_metric(result.rows)
     assert rows[('link_downed', 'mlx5_0/1')].value == 1
@@ -69,7 +69,7 @@ def test_unchanged_counters_give_one_summary_row_per_port(tmp_path):
     build_sysfs(tmp_path / 'sys-sb-n1')
     before = sample(tmp_path, 'before', 'sb-n1')
     after = sample(tmp_path, 'after', 'sb-n1')
-    result = judge.assess('sb-n1', before, after, rules.load(),
+    result = assessment.assess('sb-n1', before, after, rules.load(),
                           rules.nominal(HB))
     assert [(r.metric, r.device, r.result) for r in result.rows
             if r.metric != 'health_not_available'] == \
@@ -87,7 +87,7 @@ def test_a_port_below_the_skus_rate_is_a_finding():
     assert sample_.firmware == {'hfi1_0': '1.27.0', 'mlx4_0': '2.31.5050',
                                 'mlx5_0': '14.28.2006'}
     text = '##clusterproof-health infiniband\n' + '\n'.join(lines)
-    result = judge.assess('n', dump.split(text), dump.split(text),
+    result = assessment.assess('n', dump.split(text), dump.split(text),
                           rules.load(), rules.nominal(HB))
     failed = sorted(f.device for f in result.findings
                     if f.metric == 'port_rate')
@@ -96,7 +96,7 @@ def test_a_port_below_the_skus_rate_is_a_finding():
                   if f.device == 'mlx5_0/1')
     assert reason == ("mlx5_0/1: port at 25 Gb/s, below the SKU's 400 Gb/s")
     # a SKU without a published line rate is not judged on rate
-    quiet = judge.assess('n', dump.split(text), dump.split(text),
+    quiet = assessment.assess('n', dump.split(text), dump.split(text),
                          rules.load(), rules.nominal('Standard_D4s_v5'))
     assert not [f for f in quiet.findings if f.metric == 'port_rate']
 
@@ -140,7 +140,7 @@ def gpu_assess(before_file, after_file, sku=ND, log=''):
         return dump.split('##clusterproof-health nvidia-smi\n' + xml(name)
                           + extra)
     log_section = f'\n##clusterproof-health log\n{log}' if log else ''
-    return judge.assess('nd-1', as_dump(before_file),
+    return assessment.assess('nd-1', as_dump(before_file),
                         as_dump(after_file, log_section), rules.load(),
                         rules.nominal(sku))
 
@@ -206,7 +206,7 @@ def test_xid_of_the_error_class_on_its_gpu():
     moved = xml('telegraf_a100-sxm4-v12.xml').replace(
         '<gpu id="00000000:01:00.0">', '<gpu id="00000000:44:00.0">')
     text = '##clusterproof-health nvidia-smi\n' + moved
-    result = judge.assess('nd-1', dump.split(text), dump.split(
+    result = assessment.assess('nd-1', dump.split(text), dump.split(
         text + '\n##clusterproof-health log\n' + line), rules.load(),
         rules.nominal('Standard_ND96amsr_A100_v4'))
     assert [(f.metric, f.value) for f in result.findings] == \
@@ -219,7 +219,7 @@ def test_link_flaps_are_counted_as_azhc_counts_them():
     quiet = (HEALTH / 'azhc_0flap_syslog').read_text().splitlines()
     assert kernel_log.link_flaps(quiet) == {}
     text = '##clusterproof-health log\n' + '\n'.join(flapping)
-    result = judge.assess('hb-1', dump.split(''), dump.split(text),
+    result = assessment.assess('hb-1', dump.split(''), dump.split(text),
                           rules.load(), rules.nominal(HB))
     assert [(f.device, f.metric, f.value) for f in result.findings] == \
         [('ib6', 'link_flaps', 6)]
@@ -228,7 +228,7 @@ def test_link_flaps_are_counted_as_azhc_counts_them():
 def test_missing_tools_are_not_available_once_never_a_finding(tmp_path):
     before = sample(tmp_path, 'before', 'hb-1')
     after = sample(tmp_path, 'after', 'hb-1')
-    result = judge.assess('hb-1', before, after, rules.load(),
+    result = assessment.assess('hb-1', before, after, rules.load(),
                           rules.nominal(HB))
     assert result.findings == []
     [row] = result.rows
@@ -236,7 +236,8 @@ def test_missing_tools_are_not_available_once_never_a_finding(tmp_path):
                                         'informational')
     assert 'gpu: ' in row.reason and 'infiniband: no ' in row.reason
     assert result.not_available['gpu'].startswith('nvidia-smi -q -x exit 9')
-    lost = judge.assess('hb-1', before, None, rules.load(), rules.nominal(HB))
+    lost = assessment.assess('hb-1', before, None, rules.load(),
+                             rules.nominal(HB))
     assert [r.reason for r in lost.rows] == \
         ['not available: sample: no after sample on hb-1']
 
@@ -318,7 +319,7 @@ def test_inactive_nvlinks_fail_their_gpu(tmp_path):
     links = nvlink.parse(after.lines('nvlink'))
     assert (links[7].active, links[7].inactive) == (list(range(12)), [])
     assert links[6].all_inactive and links[5].inactive == [3]
-    result = judge.assess('nd-1', before, after, rules.load(),
+    result = assessment.assess('nd-1', before, after, rules.load(),
                           rules.nominal('Standard_ND96amsr_A100_v4'))
     assert sorted((f.device, f.reason) for f in result.findings) == [
         ('gpu5', 'GPU 5 NVLink 3 inactive'),
@@ -330,8 +331,9 @@ def test_inactive_nvlinks_fail_their_gpu(tmp_path):
                    {'CLUSTERPROOF_REPLAY_NVIDIA_SMI_XML': str(tmp_path /
                                                           'gpus.xml')})
     assert quiet.lines('nvlink') == []
-    assert judge.assess('nd-1', before, quiet, rules.load(), rules.nominal(
-        'Standard_ND96amsr_A100_v4')).findings == []
+    assert assessment.assess('nd-1', before, quiet, rules.load(),
+                             rules.nominal('Standard_ND96amsr_A100_v4')
+                             ).findings == []
 
 
 SAMPLE_PARSERS = {
@@ -378,7 +380,7 @@ def test_xids_of_other_classes_or_buses_are_kept():
     line = (HEALTH / 'nvsentinel_issue155_xid79.log').read_text()
     text = '##clusterproof-health nvidia-smi\n' + xml(
         'telegraf_a100-sxm4-v12.xml')
-    result = judge.assess('nd-1', dump.split(text), dump.split(
+    result = assessment.assess('nd-1', dump.split(text), dump.split(
         text + '\n##clusterproof-health log\n' + line + line.replace(
             ': 79, ', ': 13, ')), rules.load(),
         rules.nominal('Standard_ND96amsr_A100_v4'))

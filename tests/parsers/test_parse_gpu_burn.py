@@ -16,6 +16,19 @@ def read(name):
     return (FILES / name).read_text()
 
 
+@pytest.mark.parametrize('name', [
+    'cublaslt_gemm-ncu-B200-superbench.out',
+    'cutlass_profiler-gemm-fp16-tensorop-A100-incorrect-superbench-excerpt.out',
+    'cutlass_profiler-gemm-tf32-tensorop-A100-passed-superbench-excerpt.out',
+    'dcgmproftester12-t1007-dcgm3.1.3-CC8.6-48SM-gflops.out'])
+def test_other_gemm_tools_outputs_are_foreign(name):
+    # the rest of the shared corpus's gemm-burn folder: no check runs these
+    # tools, and their GFLOP/s must never pass for gpu_burn's
+    result = parsers.parse('gpu-burn', read(name))
+    assert not result.ok
+    assert result.reason.startswith('not gpu-burn output')
+
+
 def test_eight_gpus_pass_with_the_last_progress_record():
     result = gpu_burn.parse(read(A100))
     assert result.ok, result.reason

@@ -209,6 +209,28 @@ def test_nvlink_status_of_an_azure_a100():
         'GPU-c7e253b0-c227-6f10-e860-7482c85e7ce8'
 
 
+def test_nvlink_status_of_one_a100_of_a_p4de():
+    r = parse('nvlink', NVLINK, 'nvidia-smi-nvlink-s-A100-80GB-p4de-GPU0-'
+              'excerpt.out')
+    # line 2 'GPU 0: NVIDIA A100-SXM4-80GB', lines 3-14 'Link 0..11: 25 GB/s'
+    assert r.ok, r.reason
+    assert (r.value('gpus'), r.value('links_active'),
+            r.value('links_inactive'), r.value('link_speed_min')) == \
+        (1, 12, 0, 25)
+    assert r.details['gpus']['0']['uuid'] == \
+        'GPU-370ec676-e407-3115-836a-8ebcb3c4f62a'
+
+
+def test_nvlink_status_of_an_h100_with_its_links_elided():
+    r = parse('nvlink', NVLINK, 'nvidia-smi-nvlink-status-H100-anonymized-'
+              'mlengineering-excerpt.out')
+    # lines 3 and 5: links 0 and 17 at 26.562 GB/s; line 4 is '[...]'
+    assert not r.ok
+    assert "line 4 is not an NVLink line: '[...]'" in r.reason
+    assert (r.value('links_active'), r.value('link_speed_min')) == \
+        (2, 26.562)
+
+
 def test_all_links_inactive_doubtful_parses():
     r = parse('nvlink', NVLINK, 'nvidia-smi-nvlink-s-GPU6-all-links-'
               'inactive-azhc-DOUBTFUL.out')

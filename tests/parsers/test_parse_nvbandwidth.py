@@ -58,6 +58,25 @@ def test_a_pair_testcase_gives_each_gpu_its_slowest_peer():
         'sum'] == 9643.22
 
 
+def test_one_pair_testcase_alone():
+    result = nvbandwidth.parse(read('nvbandwidth-v0.2-8xH800-d2d-read-ce-'
+                                    'llm-action.out'))
+    assert result.ok, result.reason
+    assert len(result.metrics) == 8    # one per GPU, one testcase (line 21)
+    peers = result.details['slowest_peer']['device_to_device_memcpy_read_ce']
+    # line 24: row 0's smallest cell 172.13 is GPU 6's; line 28: row 4's
+    # 171.88 is GPU 1's; line 31: row 7's 172.02 is GPU 3's
+    assert (result.value('device_to_device_memcpy_read_ce_gpu0'),
+            peers['0']) == (172.13, 6)
+    assert (result.value('device_to_device_memcpy_read_ce_gpu4'),
+            peers['4']) == (171.88, 1)
+    assert (result.value('device_to_device_memcpy_read_ce_gpu7'),
+            peers['7']) == (172.02, 3)
+    # line 33
+    assert result.details['testcases']['device_to_device_memcpy_read_ce'][
+        'sum'] == 9642.08
+
+
 def test_all_gpus_testcases_read_one_cell_per_gpu_column():
     result = nvbandwidth.parse(read(FULL))
     # line 137: all_to_one_write_ce, "All Gpus -> GPU(column)", GPU 2 177.71

@@ -8,14 +8,15 @@ import pytest
 
 from config.results.rows import schema as row_schema
 from config.results.store import files as store
-from scripts.judging import peers
+from scripts.judging import metrics, peers
 from scripts.query import library
 from scripts.query.runner import Runner
 from tests.support import query_store
 
 
-def brute_force(values, lower, rule):
-    """The rule as written: each value against the others, O(n^2)."""
+def brute_force(values, lower, rule, floor=0.01):
+    """The rule as written, for a member with one judged value: each value
+    against the others, O(n^2)."""
     found = []
     for i, value in enumerate(values):
         others = sorted(values[:i] + values[i + 1:])
@@ -25,10 +26,14 @@ def brute_force(values, lower, rule):
         median = others[(len(others) - 1) // 2]
         devs = sorted(abs(v - median) for v in others)
         mad = devs[(len(devs) - 1) // 2]
+        own = 1.4826 * mad / median
+        if own > rule.max_spread:
+            found.append(False)
+            continue
         worse = ((value - median) if lower else (median - value)) / median
-        z = (value - median) / (1.4826 * mad) if mad else None
+        z = (value - median) / (max(own, floor) * median)
         found.append(worse > rule.tolerance and (
-            z is None or (z > rule.z_limit if lower else z < -rule.z_limit)))
+            z > rule.z_limit if lower else z < -rule.z_limit))
     return found
 
 
@@ -81,7 +86,7 @@ def test_identical_peers_leave_the_tolerance_alone_to_decide():
     judged = peers.judge_group([100.0, 100.0, 100.0, 100.0, 89.0], False,
                                peers.Rule())
     assert judged[4][2] == 0 and judged[4][3] is True
-    judged = peers.judge_group([100.0, 100.0, 100.0, 100.0, 91.0], False,
+    judged = peers.judge_group([100.0, 100.0, 100.0, 100.0, 96.0], False,
                                peers.Rule())
     assert judged[4][3] is False
 
@@ -158,14 +163,15 @@ def test_python_and_kql_agree_on_the_realistic_store(realistic):
 
 
 def acceptance_rows(nodes, values, session='acc-1', metric='triad_bw',
-                    unit='MB/s'):
+                    unit='MB/s', test='StreamCheck', params=None):
     when = dt.datetime(2026, 11, 30, 2, 0, tzinfo=dt.timezone.utc)
     return [row_schema.make_row({
         'TimeGenerated': when.isoformat(), 'record_id': f'{session}-{node}',
         'session_id': session, 'facility': 'reframe', 'cluster': 'sandbox',
         'check_system': 'sandbox', 'check_partition': 'hbv4',
-        'vm_sku': 'HB176rs_v4', 'check_name': 'StreamCheck_' + node,
-        'check_display_name': f'StreamCheck %.pinned_nodes={node}',
+        'vm_sku': 'HB176rs_v4', 'check_name': f'{test}_{node}',
+        'check_display_name': f'{test} %.pinned_nodes={node}',
+        'check_params': params,
         'check_perf_var': metric, 'check_perf_value': value,
         'check_perf_unit': unit, 'check_perf_result': 'no_reference',
         'check_job_nodelist': [node],
@@ -178,8 +184,8 @@ def test_pinned_acceptance_rows_are_one_group_in_both(tmp_path):
     rows = acceptance_rows(nodes, [12369.6, 12100.0, 0.8 * 12369.6, 12480.2,
                                    12250.1])
     rows += acceptance_rows(nodes, [1.7, 1.71, 1.69, 2.2, 1.72],
-                            metric='latency',
-                            unit='us', session='acc-2')
+                            metric='latency', unit='us', session='acc-2',
+                            test='OsuPointToPoint')
     session = store.SessionFile('20261130T020000Z-acc', tmp_path / 'results')
     session.append_rows(rows)
     runner = Runner(results_dir=tmp_path / 'results')
@@ -188,13 +194,20 @@ def test_pinned_acceptance_rows_are_one_group_in_both(tmp_path):
 
 
 def test_the_kql_rule_settings_follow_the_python_rule():
-    text = peers.kql_with_rule(library.shipped()['node_outliers'].text,
-                               peers.Rule(0.05, 2.5, 6))
-    assert 'let min_peers = 6;' in text and 'let max_robust_z = 2.5;' in text
-    assert 'let max_worse_pct = 5.0;' in text
-    assert peers.kql_with_rule(library.shipped()['node_outliers'].text,
-                               peers.Rule()) == \
-        library.shipped()['node_outliers'].text
+    shipped = library.shipped()['node_outliers'].text
+    text = peers.kql_with_rule(shipped, peers.Rule(0.04, 2.5, 6, 0.2))
+    assert 'let min_peers = 6;' in text and 'let max_spread_pct = 20.0;' in text
+    assert 'let max_worse_pct = 4.0;' in text
+    assert f'let node_alpha = {peers.upper_tail(2.5)!r};' in text
+    assert peers.kql_with_rule(shipped, peers.Rule()) == shipped
+
+
+def test_the_kql_constants_and_primary_table_are_pythons():
+    shipped = library.shipped()['node_outliers'].text
+    assert metrics.kql_table() in shipped
+    assert f'let min_spread = {peers.MIN_SPREAD!r};' in shipped
+    assert f'let smoke_spread = {peers.SMOKE_SPREAD!r};' in shipped
+    assert f'let implausible_ratio = {peers.IMPLAUSIBLE_RATIO!r};' in shipped
 
 
 def test_judging_a_large_run_is_fast():

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from scripts.query import index, library, output, sql_cache
+from scripts.query import index, library, output
 from scripts.query.runner import Runner
 from tests.support import helpers, query_store
 
@@ -185,7 +185,7 @@ def test_a_new_since_reuses_the_translations(store_home):
     """--since 7d is a new time each second: it must not make the base (and
     so every query) a new text for the translation cache."""
     home, _ = store_home
-    kql_cache = sql_cache.directory(home / 'results')
+    kql_cache = index.folder(home / 'results')
     for hour in (1, 2, 3):
         since = query_store.NOW.replace(hour=hour)
         Runner(results_dir=home / 'results', now=query_store.NOW,

@@ -213,26 +213,33 @@ def test_a_query_during_a_real_ingest_answers_the_same_rows(home):
     assert 'note' not in after.stderr
 
 
-def _copied_store(home, copies: int) -> None:
+def _copied_store(home, copies: int, files: int = 1) -> None:
     """The query store with each session's rows written *copies* times
-    under new record_ids: ~23k rows, 38 MB of JSON lines at 300."""
+    under new record_ids, in each of *files* files beside it: ~23k rows,
+    38 MB of JSON lines at 300 copies in one file."""
     query_store.build(home)
     query_store.settle(home)
     for path in sorted((home / 'results').glob('*/*.jsonl')):
         stamp = path.stat().st_mtime
         lines = path.read_text().splitlines()
-        path.write_text(''.join(
-            line.replace('"record_id": "', f'"record_id": "{copy}-', 1) + '\n'
-            for copy in range(copies) for line in lines))
-        os.utime(path, (stamp, stamp))
+        for part in range(files):
+            target = path.with_name(f'{path.stem}-{part}.jsonl')
+            target.write_text(''.join(
+                line.replace('"record_id": "', f'"record_id": "{part}-{copy}-',
+                             1) + '\n'
+                for copy in range(copies) for line in lines))
+            os.utime(target, (stamp, stamp))
+        path.unlink()
 
 
 def test_a_fresh_home_answers_every_query_and_the_report_in_little_memory(
         tmp_path, monkeypatch):
-    """No cache/ at all (a store restored or moved), 60MB: every shipped
-    query and the report answer, the index built by the first."""
+    """No cache/ at all (a store restored or moved), ~69k rows in 42 files,
+    60MB: the first query builds the index (in batches), node_outliers
+    spills (it needs 60 to 80MB here), and every shipped query and the
+    report answer; the cache is one folder, cache/query."""
     from scripts.report import model
-    _copied_store(tmp_path, 300)
+    _copied_store(tmp_path, 300, files=3)
     assert not (tmp_path / 'cache').exists()
     monkeypatch.setenv(local.MEMORY_VARIABLE, '60MB')
     runner = Runner(results_dir=tmp_path / 'results', now=query_store.NOW)
@@ -241,10 +248,15 @@ def test_a_fresh_home_answers_every_query_and_the_report_in_little_memory(
     assert counts['results'] == len({r['record_id']
                                      for r in rows_of(tmp_path)})
     assert counts['node_outliers'] and counts['trends']
+    where = index.folder(tmp_path / 'results')
+    assert (where / 'spill').is_dir(), 'nothing spilled: a larger store'
     runner.close()
     report = model.gather(Runner(results_dir=tmp_path / 'results',
                                  now=query_store.NOW))
     assert report.runs
+    assert list((tmp_path / 'cache').iterdir()) == [where]
+    assert {path.name for path in where.iterdir()
+            if path.suffix != '.json'} <= {index.NAME, index.LOCK, 'spill'}
 
 
 def test_too_little_memory_is_one_line_naming_the_setting(tmp_path):

@@ -7,7 +7,7 @@ import shutil
 import duckdb_kql
 import pytest
 
-from scripts.query import library, sql_cache, translate_shipped
+from scripts.query import index, library, translate_shipped, translator
 from scripts.query.runner import Runner
 from scripts.report import model
 from tests.support import query_store
@@ -22,7 +22,7 @@ def home(tmp_path_factory):
 
 
 def translations(home) -> list:
-    return sorted(sql_cache.directory(home / 'results').glob('*.json'))
+    return sorted(index.folder(home / 'results').glob('*.json'))
 
 
 def test_a_cached_translation_serves_every_load_of_the_same_columns(
@@ -30,7 +30,7 @@ def test_a_cached_translation_serves_every_load_of_the_same_columns(
     """The translation cache's key is the translator's two objects alone,
     whatever the reading made beside them (the index built, or read): cold
     and warm, a query is translated once."""
-    shutil.rmtree(sql_cache.directory(home / 'results'), ignore_errors=True)
+    shutil.rmtree(index.folder(home / 'results'), ignore_errors=True)
     runner = Runner(results_dir=home / 'results', now=query_store.NOW)
     cold = runner.run('run_summary').rows
     kept = translations(home)
@@ -68,8 +68,8 @@ def test_no_shipped_query_is_translated_on_a_new_store(home, shipped,
     expected = [answered(home, query) for query in QUERIES]
     report = model.gather(Runner(results_dir=home / 'results',
                                  now=query_store.NOW))
-    shutil.rmtree(sql_cache.directory(home / 'results'))
-    monkeypatch.setattr(sql_cache, 'shipped', into)
+    shutil.rmtree(index.folder(home / 'results'))
+    monkeypatch.setattr(translator, 'shipped', into)
     monkeypatch.setattr(duckdb_kql, 'to_sql', None)      # not translated
     assert [answered(home, query) for query in QUERIES] == expected
     again = model.gather(Runner(results_dir=home / 'results',
@@ -85,7 +85,7 @@ def test_setting_up_again_translates_every_query_again(shipped,
     it reads, and must not take them for its own (it would then ship
     none)."""
     into, count = shipped
-    monkeypatch.setattr(sql_cache, 'shipped', into)
+    monkeypatch.setattr(translator, 'shipped', into)
     before = sorted(path.name for path in into.iterdir())
     assert translate_shipped.translate(into) == count
     assert sorted(path.name for path in into.iterdir()) == before

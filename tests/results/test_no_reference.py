@@ -1,6 +1,6 @@
 """A missing reference is null in a stored row, never ReFrame's 0, and rows
 stored before with 0 read as having no reference."""
-from config.results.rows import builder
+from config.results.handlers import records
 from scripts.query import library
 from scripts.query.runner import Runner
 from tests.support.old_rows import old_row, write_rows
@@ -8,7 +8,7 @@ from tests.support.perf_records import perf_record
 
 
 def test_a_variable_without_reference_stores_null_not_zero():
-    row = builder.row_from_log_record(perf_record(
+    row = records.row_from_log_record(perf_record(
         check_perf_ref=0, check_perf_lower_thres=None,
         check_perf_upper_thres=None), 'session-1')
     assert row['check_perf_result'] == 'no_reference'

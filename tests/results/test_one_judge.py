@@ -1,6 +1,9 @@
 """One judge, proven: with config/results/rows/judge.py's ``judged``
 replaced by one that answers a sentinel, every row a real ReFrame run
-stores carries the sentinel, so no row gets its verdict anywhere else.
+stores carries the sentinel, so no row gets its verdict anywhere else; and
+a sentinel that fails every value fails the test in ReFrame's performance
+stage, which asks the same judge (checks/common/site_baseline_verdicts.py
+finds the module the row builder uses, not a copy of its own).
 
 The judge is replaced inside ReFrame's own process: ReFrame imports the
 configuration under a name of its own (``config@<hash>``), so the wrapper
@@ -14,8 +17,10 @@ import sys
 from tests.support.helpers import REPO, STANDINS, stored_rows, suite_env
 
 SENTINEL = 'sentinel-judge'
+FAILED = 'the sentinel judge failed it'
 
 WRAPPER = f'''
+import os
 import sys
 
 import reframe.core.config as config
@@ -28,12 +33,19 @@ def sentinel(values, baseline=None, notes=None, sample=None):
     return values
 
 
+def failing_sentinel(values, baseline=None, notes=None, sample=None):
+    values.update(check_perf_result='fail', verdict_basis={SENTINEL!r},
+                  check_fail_reason={FAILED!r})
+    return values
+
+
 def loaded(*args, **kwargs):
     site = load_config(*args, **kwargs)
     for name, module in list(sys.modules.items()):
         if name.endswith('results.rows.judge'):
-            module.judged = sentinel
-        if name.endswith('results.rows.builder') and '--dry-run' in sys.argv:
+            module.judged = (failing_sentinel if 'FAIL_ALL' in os.environ
+                             else sentinel)
+        if name.endswith('results.handlers.records') and '--dry-run' in sys.argv:
             # store what a dry run's records would make, to read it
             module.is_dry_run = lambda record: False
     return site
@@ -46,9 +58,11 @@ main()
 '''
 
 
-def run_with_sentinel(tmp_path, *args, path=None):
+def run_with_sentinel(tmp_path, *args, path=None, fail_all=False):
     home = tmp_path / 'home'
     env = suite_env(home)
+    if fail_all:
+        env['FAIL_ALL'] = '1'
     if path:
         env['PATH'] = os.pathsep.join([str(path), env['PATH']])
     result = subprocess.run(
@@ -86,3 +100,19 @@ def test_every_row_of_an_nccl_dry_run_is_judged_by_the_one_judge(tmp_path):
     assert {(row['check_perf_result'], row['verdict_basis'])
             for row in rows} == {(SENTINEL, SENTINEL)}
 
+
+
+def test_the_performance_stage_fails_a_test_where_the_one_judge_does(
+        tmp_path):
+    result, rows = run_with_sentinel(
+        tmp_path, '--system', 'local', '-c', 'checks/cpu/stream.py',
+        '-n', '^StreamCheck$', '-r', path=STANDINS, fail_all=True)
+    # the same run passes with the real judge (the first test above)
+    assert result.returncode != 0
+    assert "failed during 'performance'" in result.stdout
+    assert FAILED in result.stdout
+    assert {row['check_perf_var'] for row in rows} >= {
+        'copy_bw', 'scale_bw', 'add_bw', 'triad_bw'}
+    assert {(row['check_result'], row['check_perf_result'],
+             row['check_fail_reason']) for row in rows} == {
+        ('fail', 'fail', FAILED)}

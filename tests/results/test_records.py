@@ -8,12 +8,13 @@ import pytest
 from reframe.core.exceptions import LoggingError
 
 from config.results.azure import ingestion
-from config.results.rows import builder, schema as row_schema
-from tests.support.perf_records import perf_record
+from config.results.handlers import records
+from config.results.rows import schema as row_schema
+from tests.support.perf_records import StandInTest, perf_record
 
 
 def test_every_row_has_exactly_the_schema_columns():
-    row = builder.row_from_log_record(perf_record(), 'session-1')
+    row = records.row_from_log_record(perf_record(), 'session-1')
     assert list(row) == row_schema.column_names()
     assert row['check_perf_value'] == 512.5
     assert row['check_perf_ref'] == 500.0
@@ -27,12 +28,12 @@ def test_every_row_has_exactly_the_schema_columns():
 
 def test_cluster_name_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv('CLUSTERPROOF_CLUSTER', 'prod-eastus')
-    row = builder.row_from_log_record(perf_record(), 's')
+    row = records.row_from_log_record(perf_record(), 's')
     assert row['cluster'] == 'prod-eastus'
 
 
 def test_values_are_json_safe_and_typed():
-    row = builder.row_from_log_record(perf_record(
+    row = records.row_from_log_record(perf_record(
         check_perf_value=math.nan, check_perf_ref=math.inf,
         check_num_tasks='8', check_jobid=1234), 's')
     assert row['check_perf_value'] is None
@@ -42,7 +43,7 @@ def test_values_are_json_safe_and_typed():
 
 
 def test_a_value_without_reference_has_no_verdict():
-    row = builder.row_from_log_record(perf_record(
+    row = records.row_from_log_record(perf_record(
         check_perf_ref=0, check_perf_lower_thres=None,
         check_perf_upper_thres=None, check_perf_result='pass'), 's')
     assert row['check_perf_result'] == 'no_reference'
@@ -50,12 +51,12 @@ def test_a_value_without_reference_has_no_verdict():
 
 def test_a_failed_case_without_reference_has_no_reference_value():
     # sanity failed: no result, ReFrame's placeholder reference 0
-    row = builder.row_from_log_record(perf_record(
+    row = records.row_from_log_record(perf_record(
         check_perf_value=None, check_perf_ref=0, check_perf_lower_thres=None,
         check_perf_upper_thres=None, check_perf_result=None), 's')
     assert row['check_perf_ref'] is None
     # a failed case with a reference keeps it
-    row = builder.row_from_log_record(perf_record(
+    row = records.row_from_log_record(perf_record(
         check_perf_value=None, check_perf_ref=500,
         check_perf_lower_thres=-0.1, check_perf_upper_thres=None,
         check_perf_result=None), 's')
@@ -64,8 +65,8 @@ def test_a_failed_case_without_reference_has_no_reference_value():
 
 def test_each_handler_sends_the_same_row():
     record = perf_record()
-    first = builder.row_from_log_record(record, 's')
-    again = builder.row_from_log_record(record, 's')
+    first = records.row_from_log_record(record, 's')
+    again = records.row_from_log_record(record, 's')
     assert first is again and first['record_id']
 
 
@@ -88,7 +89,7 @@ def test_formatter_drops_dry_run_records():
 def test_formatter_raises_only_logging_error(monkeypatch):
     def broken(record, session_id):
         raise KeyError('boom')
-    monkeypatch.setattr(builder, 'rows_of_test', broken)
+    monkeypatch.setattr(records, 'rows_of_test', broken)
     with pytest.raises(LoggingError):
         ingestion.make_formatter('s')(perf_record(), {}, set())
 
@@ -123,21 +124,21 @@ def test_ingestion_url_follows_the_api(monkeypatch):
 
 
 def test_a_published_value_without_thresholds_is_informational():
-    row = builder.row_from_log_record(perf_record(
+    row = records.row_from_log_record(perf_record(
         check_perf_ref=6600000, check_perf_lower_thres=None,
         check_perf_upper_thres=None, check_perf_result='pass'), 's')
     assert row['check_perf_result'] == 'informational'
 
 
 def test_a_failed_verdict_is_kept():
-    row = builder.row_from_log_record(perf_record(
+    row = records.row_from_log_record(perf_record(
         check_perf_ref=665500, check_perf_lower_thres=0.0,
         check_perf_upper_thres=None, check_perf_result='fail'), 's')
     assert row['check_perf_result'] == 'fail'
 
 
 def test_a_per_device_variable_becomes_metric_device_and_peak():
-    class FakeCheck:
+    class FakeCheck(StandInTest):
         perfvalues = {
             'sandbox:ndv5:bw_avg_mlx5_ib0': (390.1, 0, None, None, 'Gb/s', 'pass'),
             'sandbox:ndv5:bw_avg_mlx5_ib1': (120.5, 0, None, None, 'Gb/s', 'pass'),
@@ -150,13 +151,10 @@ def test_a_per_device_variable_becomes_metric_device_and_peak():
             f'bw_avg_mlx5_ib{i}': f'bw_avg|ND96isr_H100_v5|qps=1|1n|-'
             for i in (0, 1)}
 
-        class param_space:
-            params = {}
-
     record = perf_record(check_perf_var='bw_avg_mlx5_ib1',
                          check_perf_value=120.5, check_perf_unit='Gb/s')
     record.__dict__['__rfm_check__'] = FakeCheck()
-    rows = builder.rows_of_test(record, 's')
+    rows = records.rows_of_test(record, 's')
     assert {(r['check_perf_var'], r['device'], r['check_perf_value'])
             for r in rows} == {('bw_avg', 'mlx5_ib0', 390.1),
                                ('bw_avg', 'mlx5_ib1', 120.5)}
@@ -166,14 +164,14 @@ def test_a_per_device_variable_becomes_metric_device_and_peak():
     assert {r['reference_key'] for r in rows} == {
         'bw_avg|ND96isr_H100_v5|qps=1|1n|-'}
     # the row of the record's own variable is the one sent for it
-    row = builder.row_from_log_record(record, 's')
+    row = records.row_from_log_record(record, 's')
     assert (row['device'], row['check_perf_value']) == ('mlx5_ib1', 120.5)
 
 
 def test_a_per_gpu_variable_carries_the_gpus_index_bus_id_and_serial():
     """The row schema's GPU columns (data_version 2.1): a perf variable
     named in metric_gpus, and a health row with its GPU, say which GPU."""
-    class FakeCheck:
+    class FakeCheck(StandInTest):
         perfvalues = {
             'sandbox:ndv5:links_up_gpu4': (17, 18, -0.0, None, 'links',
                                            'fail'),
@@ -191,13 +189,10 @@ def test_a_per_gpu_variable_carries_the_gpus_index_bus_id_and_serial():
                         'gpu': {'index': 4, 'bus_id': '00000005:00:00.0',
                                 'serial': '1654922009876'}}]
 
-        class param_space:
-            params = {}
-
     record = perf_record(check_perf_var='links_up_gpu4',
                          check_perf_value=17, check_perf_unit='links')
     record.__dict__['__rfm_check__'] = FakeCheck()
-    rows = builder.rows_of_test(record, 's')
+    rows = records.rows_of_test(record, 's')
     found = {(r['facility'], r['check_perf_var'], r['device'],
               r['gpu_index'], r['gpu_bus_id'], r['gpu_serial'])
              for r in rows}
@@ -211,6 +206,6 @@ def test_a_per_gpu_variable_carries_the_gpus_index_bus_id_and_serial():
 
 
 def test_a_row_about_no_gpu_has_empty_gpu_columns():
-    row = builder.row_from_log_record(perf_record(), 's')
+    row = records.row_from_log_record(perf_record(), 's')
     assert (row['gpu_index'], row['gpu_bus_id'], row['gpu_serial']) == \
         (None, None, None)

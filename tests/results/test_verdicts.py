@@ -12,7 +12,8 @@ import logging
 
 import pytest
 
-from config.results.rows import builder
+from config.results.handlers import records
+from tests.support.perf_records import StandInTest
 
 TARGET = 'azure:hbv4'
 NODE = 'hbv4-1'
@@ -48,11 +49,8 @@ def baseline(fail: bool) -> dict:
             'source': BASELINE_SOURCE}
 
 
-class StandInCheck:
-    """What the row builder reads of a test today, for one perf variable."""
-
-    class param_space:
-        params = {}
+class StandInCheck(StandInTest):
+    """What a STREAM test knows of one perf variable."""
 
     def __init__(self, stage, verdict, notes, reasons, differences):
         value, ref, lower, upper, result, _, _ = STAGE[stage]
@@ -87,7 +85,7 @@ def judged_row(stage, verdict=None, notes=None, reasons=(),
         'check_fail_reason': reason, 'check_job_nodelist': [NODE],
         '__rfm_check__': StandInCheck(stage, verdict, notes or {}, reasons,
                                       differences or {})})
-    return builder.row_from_log_record(record, 'session-1')
+    return records.row_from_log_record(record, 'session-1')
 
 
 def joined(*parts):
@@ -212,13 +210,10 @@ def test_a_reason_for_no_verdict_is_shown_not_judged(name, reasons,
         'fail', 'site_baseline')
 
 
-class StandInBatch:
+class StandInBatch(StandInTest):
     """A STREAM batch case of three nodes (checks/common/fanned_job.py):
     hb-1 passed on a node of another VM size, hb-2 failed its reference,
     hb-3's step measured nothing."""
-
-    class param_space:
-        params = {}
 
     class current_partition:
         fullname = TARGET
@@ -267,7 +262,7 @@ def test_a_batch_case_judges_each_node_as_its_own_case():
         'check_perf_upper_thres': None, 'check_perf_result': 'pass',
         'check_result': 'fail', 'check_fail_reason': PUBLISHED_REASON,
         '__rfm_check__': StandInBatch()})
-    rows = builder.rows_of_test(record, 'session-1')
+    rows = records.rows_of_test(record, 'session-1')
     found = {(r['facility'], r['check_perf_var'],
               tuple(r['check_job_nodelist'])):
              (r['check_perf_result'], r['verdict_basis'], r['check_result'],

@@ -54,10 +54,13 @@ def suite_env(home: Path, extra: dict | None = None) -> dict:
 
 
 def dry_run_job_scripts(tmp_path: Path, target: str, *selection: str,
-                        env: dict | None = None) -> dict[str, str]:
-    """Job scripts ReFrame writes with --dry-run, by test directory name."""
+                        env: dict | None = None,
+                        checks: str = 'checks') -> dict[str, str]:
+    """Job scripts ReFrame writes with --dry-run, by test directory name.
+    ``checks``: the check file (or directory) ReFrame loads; one file
+    loads in about half the time of the whole directory."""
     prefix = tmp_path / 'rfm'
-    result = run_reframe('--system', target, '-c', 'checks', *selection,
+    result = run_reframe('--system', target, '-c', checks, *selection,
                          '--dry-run', '--prefix', str(prefix),
                          env=env or suite_env(tmp_path / 'home'),
                          cwd=str(REPO), timeout=300)
@@ -66,7 +69,9 @@ def dry_run_job_scripts(tmp_path: Path, target: str, *selection: str,
             for path in prefix.rglob('rfm_job.sh')}
 
 
-def only_job_script(tmp_path: Path, target: str, name_filter: str) -> str:
-    scripts = dry_run_job_scripts(tmp_path, target, '-n', name_filter)
+def only_job_script(tmp_path: Path, target: str, name_filter: str,
+                    checks: str = 'checks') -> str:
+    scripts = dry_run_job_scripts(tmp_path, target, '-n', name_filter,
+                                  checks=checks)
     assert len(scripts) == 1, sorted(scripts)
     return next(iter(scripts.values()))

@@ -2,7 +2,7 @@
 (one session file of 30 November 2026)."""
 import json
 
-from config.results.rows import builder
+from config.results.handlers import records
 from tests.support.perf_records import perf_record
 
 
@@ -14,7 +14,7 @@ def write_rows(home, rows):
 
 
 def old_row(**values):
-    row = builder.row_from_log_record(perf_record(
+    row = records.row_from_log_record(perf_record(
         check_perf_lower_thres=None, check_perf_upper_thres=None), 's-old')
     row.update(session_id='20261130T100000Z-0000aaaa', **values)
     return row

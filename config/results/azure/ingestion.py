@@ -16,7 +16,7 @@ import re
 import sys
 import urllib.parse
 
-from ..rows import builder
+from ..handlers import records
 from . import shipping
 from .. import settings as settings_of
 
@@ -132,10 +132,10 @@ def make_formatter(session_id: str):
         """At a test's first record, the JSON array of all its rows (the
         API drops a bare object); None for its other records."""
         try:
-            if builder.is_dry_run(record):
+            if records.is_dry_run(record):
                 return None
             rows = [shipping.with_completion_time(row) for row in
-                    builder.rows_of_test(record, session_id)
+                    records.rows_of_test(record, session_id)
                     if row['record_id'] not in formatted]
             if not rows:
                 return None

@@ -10,8 +10,7 @@ import time
 from reframe.core.logging import register_log_handler
 
 from ..azure import ledger
-from . import custody
-from ..rows import builder
+from . import custody, records
 from ..store import sessions, files as store
 
 SESSION_ID = store.new_session_id()
@@ -20,7 +19,7 @@ STORE_HANDLER = 'clusterproof_store'
 
 class StoreHandler(logging.Handler):
     """Appends the rows of each test to this session's store file, all of
-    them at the test's first perf record (see builder.rows_of_test), and says
+    them at the test's first perf record (see records.rows_of_test), and says
     at the end where they went (ReFrame closes perflog handlers at exit).
 
     It never raises into ReFrame's handler chain (a LoggingError there would
@@ -105,9 +104,9 @@ class StoreHandler(logging.Handler):
 
     def emit(self, record):
         try:
-            if builder.is_dry_run(record):
+            if records.is_dry_run(record):
                 return
-            fresh = [row for row in builder.rows_of_test(record,
+            fresh = [row for row in records.rows_of_test(record,
                                                          self.session_id)
                      if row['record_id'] not in self._seen]
             if fresh:

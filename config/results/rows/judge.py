@@ -1,7 +1,9 @@
 """The one judge of a row: what verdict a measured value gets, on what
 basis, and why. The row builder (builder.py) asks it for every row it
-makes, and acceptance (scripts/acceptance/verdicts.py) reads a case's
-values through :func:`perf_result`.
+makes (:func:`measured_verdict`), the performance stage for every value
+(checks/common/site_baseline_verdicts.py), and acceptance
+(scripts/acceptance/verdicts.py) reads a case's values through
+:func:`perf_result`.
 
 In this order (a later step sees what the earlier ones decided):
 
@@ -86,13 +88,36 @@ def with_health_notes(values: dict, notes: dict) -> dict:
     run ('...; health: GPU 3 hw thermal slowdown active during the run')."""
     found = [notes[node] for node in values['check_job_nodelist']
              if node in notes]
-    if found and values.get('check_perf_result') == 'fail':
-        reason = values.get('check_fail_reason')
-        values['check_fail_reason'] = '; '.join(
-            filter(None, [reason, 'health: ' + '; '.join(found)]))
+    said = 'health: ' + '; '.join(found)
+    reason = values.get('check_fail_reason') or ''
+    if found and values.get('check_perf_result') == 'fail' and \
+            said not in reason:
+        values['check_fail_reason'] = '; '.join(filter(None, [reason, said]))
     return values
 
 
+
+
+def measured_verdict(measured: dict, reason: str | None = None,
+                     nodes: list | None = None) -> dict:
+    """The verdict of one measurement (a Measurement's fields by name,
+    checks/common/measurements.py), in the order above: the columns this
+    module decides (check_perf_result, verdict_basis, check_fail_reason,
+    check_perf_ref and its thresholds, reference_source). *reason* is what
+    ReFrame said of the test so far; *nodes* where it was measured (default:
+    the measurement's). The row builder asks for every row; the
+    performance stage (checks/common/site_baseline_verdicts.py) for every
+    value, and fails the test where this says 'fail'."""
+    values = {'check_perf_result': measured.get('stage_result'),
+              'check_perf_ref': measured.get('reference'),
+              'check_perf_lower_thres': measured.get('lower'),
+              'check_perf_upper_thres': measured.get('upper'),
+              'reference_source': measured.get('reference_source'),
+              'check_fail_reason': reason, 'verdict_basis': None,
+              'check_job_nodelist': list(nodes if nodes is not None
+                                         else measured.get('nodes') or [])}
+    return judged(values, measured.get('site_baseline'),
+                  measured.get('health_notes'), measured.get('sample'))
 
 
 def judged(values: dict, baseline: dict | None = None,

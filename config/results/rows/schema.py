@@ -15,7 +15,7 @@ from pathlib import Path
 
 SCHEMA_FILE = Path(__file__).resolve().parents[3] / 'bicep' / \
     'results_schema.json'
-DATA_VERSION = '2.2'
+DATA_VERSION = '2.3'
 # The facility of the rows of the health samples around a test
 HEALTH_FACILITY = 'clusterproof-health'
 

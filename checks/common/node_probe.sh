@@ -1,22 +1,31 @@
 #!/bin/sh
-# clusterproof health sample, run by every job on each of its nodes before and
-# after the benchmark (checks/common/health_sampling.py). It only reads: IB
-# port counters and states from sysfs, the GPUs' state (nvidia-smi -q -x), the
+# clusterproof node probe, run by every job on each of its nodes before and
+# after the benchmark (checks/common/node_probe.py puts it into the job
+# script, launch.on_every_node runs it on every node). It only reads: the
+# node's VM size from the Azure metadata service (before the run), IB port
+# counters and states from sysfs, the GPUs' state (nvidia-smi -q -x), the
 # log lines of link flaps and XIDs since the first sample, and, once per node
 # and session, the node's fingerprint. Nothing here may fail the job: every
 # source that is missing is written down as not available, and the script
 # always exits 0.
 #
-#   health_sample.sh PHASE OUTDIR SYSFS_ROOT FINGERPRINT_DIR
+#   node_probe.sh PHASE OUTDIR SYSFS_ROOT FINGERPRINT_DIR [VM_SIZE_URL [HEALTH]]
 #
 # PHASE is before or after; SYSFS_ROOT may hold %n, the node's name (the
-# sandbox's nodes share one /sys). It writes OUTDIR/PHASE.NODE.txt, sections
-# headed by '##clusterproof-health NAME' (parsed by checks/health/dump.py).
+# sandbox's nodes share one /sys). VM_SIZE_URL (before only; '' = do not ask)
+# may hold %n too, for stand-ins that serve several fake nodes from one host;
+# the node asks with the 'Metadata: true' header IMDS requires and a 2 s
+# limit (learn.microsoft.com/azure/virtual-machines/instance-metadata-service).
+# HEALTH 'no-health' leaves the health sources out. It writes one file,
+# OUTDIR/PHASE.NODE.txt, sections headed by '##clusterproof-health NAME'
+# (parsed by checks/health/dump.py).
 
 phase=$1
 out=$2
 sysfs_root=${3:-/sys}
 fingerprints=$4
+vm_size_url=$5
+health=${6:-health}
 node=${SLURMD_NODENAME:-$(hostname -s 2>/dev/null || hostname)}
 sysfs=$(printf '%s' "$sysfs_root" | sed "s|%n|$node|g")
 ib=$sysfs/class/infiniband
@@ -98,6 +107,20 @@ kvp_copy() {
     [ -r "$pool" ] && cp "$pool" "$out/kvp_pool_3.$node" 2>/dev/null
 }
 
+# What the metadata service says this VM is, as it answered (no answer
+# leaves the section empty); a node without curl says so instead
+# (checks/common/vm_size.py reads both).
+vm_size_sample() {
+    section vm-size
+    if ! command -v curl >/dev/null 2>&1; then
+        echo "no HTTP client: curl is not installed on $node"
+        return
+    fi
+    url=$(printf '%s' "$vm_size_url" | sed "s|%n|$node|g")
+    curl -s -f -m 2 -H 'Metadata: true' --noproxy '*' "$url" 2>/dev/null
+    echo
+}
+
 fingerprint_sample() {
     section fingerprint
     cached=$fingerprints/$node.txt
@@ -116,13 +139,18 @@ fingerprint_sample() {
 {
     section time
     date +%s
-    ib_sample
-    gpu_sample
-    if [ "$phase" = after ]; then
-        log_sample
-    else
-        fingerprint_sample
-        kvp_copy
+    if [ "$phase" = before ] && [ -n "$vm_size_url" ]; then
+        vm_size_sample
+    fi
+    if [ "$health" != no-health ]; then
+        ib_sample
+        gpu_sample
+        if [ "$phase" = after ]; then
+            log_sample
+        else
+            fingerprint_sample
+            kvp_copy
+        fi
     fi
 } > "$out/$phase.$node.txt.tmp" 2>/dev/null
 mv -f "$out/$phase.$node.txt.tmp" "$out/$phase.$node.txt" 2>/dev/null

@@ -1,0 +1,250 @@
+"""What a check measured, as data: one :class:`Measurement` per metric and
+device of one node or node group, with what it is compared with and why it
+has no verdict where it has none.
+
+A test lists them (``measurements()``, made by :func:`of_test`); the row
+builder (config/results/rows/) makes one row of each. No ReFrame import."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One value: a metric on one device of one node or node group.
+    ``stage_result`` is ReFrame's performance stage's ('pass', 'fail'
+    against ``lower`` and ``upper``; None without a value)."""
+    metric: str | None
+    value: float | None
+    unit: str | None
+    stage_result: str | None = None
+    # what it is compared with, and where that comes from
+    reference: float | None = None
+    lower: float | None = None
+    upper: float | None = None
+    reference_source: str | None = None
+    reference_key: str | None = None
+    peak: float | None = None
+    peak_source: str | None = None
+    # where it was measured
+    device: str | None = None
+    gpu: dict | None = None             # {'index', 'bus_id', 'serial'}
+    nodes: tuple[str, ...] = ()         # empty: the job's nodes as logged
+    vm_sku: str | None = None           # the partition's
+    vm_sku_observed: str | None = None  # what the node said it is
+    nvlink_domain: str | None = None
+    num_tasks: int | None = None        # a batch step's ranks
+    fingerprint: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+    # why it has no verdict; how the reference was measured otherwise
+    no_verdict_reasons: tuple[str, ...] = ()
+    reference_differences: dict = field(default_factory=dict)
+    # the site baseline's {'fail', 'reason', 'value', 'lower', 'upper',
+    # 'source'}; None where it has no entry
+    site_baseline: dict | None = None
+    health_notes: dict = field(default_factory=dict)   # node -> findings
+    # (check_result, reason) of its batch node or pair that measured nothing
+    outcome: tuple[str, str | None] | None = None
+    # a batch job's node or pair: its rows say the group's own outcome
+    in_batch: bool = False
+    # a health sample's row: the sample's own {'result', 'reason'}
+    sample: dict | None = None
+
+
+def split_device(var: str | None, devices: dict) -> tuple[str | None,
+                                                       str | None]:
+    """('bw_avg_mlx5_ib0', {'bw_avg_mlx5_ib0': 'mlx5_ib0'}) ->
+    ('bw_avg', 'mlx5_ib0'): one row is one metric on one device."""
+    device = devices.get(var) if var else None
+    if not device:
+        return var, None
+    suffix = f'_{device}'
+    metric = var[:-len(suffix)] if var.endswith(suffix) else var
+    return metric, device
+
+
+def split_group(var: str | None, groups: dict) -> tuple[str | None,
+                                                      str | None]:
+    """('triad_bw@hb-3', {'triad_bw@hb-3': 'hb-3'}) -> ('triad_bw', 'hb-3'):
+    a batch case's value is one metric on one group, like a one-node case's;
+    a batch of pairs names its pair 'hb-3+hb-4' (fan_out.py), whose nodes
+    are the pair's, like a one-pair case's."""
+    group = groups.get(var) if var else None
+    suffix = f'@{group}'
+    if not group or not var.endswith(suffix):
+        return var, None
+    return var[:-len(suffix)], group
+
+
+def of_test(test, logged: dict | None = None) -> dict[str, Measurement]:
+    """ReFrame's perf variable name -> its Measurement, for every value of
+    *test* (a batch job's nodes or pairs without a value included), and its
+    health samples' rows. *logged*: ReFrame's perf record of the test
+    (check_perf_var and its columns), where a test that evaluated no value
+    lists that record's variable alone; None in the performance stage."""
+    facts = _facts(test)
+    values = {var.split(':')[-1]: (tuple(info), None) for var, info
+              in (getattr(test, 'perfvalues', None) or {}).items()}
+    unmeasured = _unmeasured_groups(test)
+    var = (logged or {}).get('check_perf_var')
+    logged_nodes = tuple((logged or {}).get('check_job_nodelist') or ())
+    if logged is not None and (var is None or not values) and \
+            not unmeasured:
+        own = tuple(logged.get(f'check_perf_{name}') for name in (
+            'value', 'ref', 'lower_thres', 'upper_thres', 'unit', 'result'))
+        return {var: replace(_measurement(facts, var, own, None,
+                                          logged_nodes), in_batch=False)}
+    facts['metric_groups'] = {**facts['metric_groups'],
+                              **{var: group for var, (group, _, _)
+                                 in unmeasured.items()}}
+    values.update({var: (own, outcome) for var, (_, own, outcome)
+                   in unmeasured.items()})
+    found = {var: _measurement(facts, var, own, outcome, logged_nodes)
+             for var, (own, outcome) in values.items()}
+    found.update(_health_samples(facts, (logged or {}).get(
+        'check_perf_result'), logged_nodes))
+    return found
+
+
+def _facts(test) -> dict:
+    """What the test's plugins recorded, read once (the SKU, parameters,
+    references and their sources, nodes, health, site baseline)."""
+    facts = {}
+    partition = getattr(test, 'current_partition', None)
+    if partition is not None:
+        facts['vm_sku'] = partition.extras.get('vm_sku')
+    params = {name: getattr(test, name, None)
+              for name in type(test).param_space.params}
+    for name in getattr(test, 'recorded_variables', []):
+        params[name] = getattr(test, name, None)
+    facts['check_params'] = params
+    facts['no_verdict_reasons'] = tuple(
+        getattr(test, 'no_verdict_reasons', None) or ())
+    facts['reference_differences'] = dict(
+        getattr(test, 'reference_differences', None) or {})
+    for name in ('reference_sources', 'metric_reference_keys',
+                 'metric_devices', 'metric_gpus', 'metric_groups',
+                 'metric_peaks', 'peak_sources', 'node_vm_skus',
+                 'vm_sku_mismatches', 'group_peaks', 'group_peak_sources',
+                 'node_fingerprints', 'health_notes'):
+        facts[name] = dict(getattr(test, name, None) or {})
+    facts['step_ranks'] = getattr(test, 'step_ranks', 0)
+    # what the job recorded, not ReFrame's first sacct poll (job_nodes.py)
+    facts['job_nodes'] = tuple(getattr(test, 'job_nodes', None) or ())
+    facts['vm_sku_observed'] = getattr(test, 'vm_sku_observed', None) or None
+    facts['nvlink_domain'] = getattr(test, 'nvlink_domain', None) or None
+    facts['health_rows'] = list(getattr(test, 'health_rows', None) or [])
+    # an unreadable baseline file fails the test itself, saying which
+    verdicts = getattr(test, 'site_baseline_verdicts', None)
+    try:
+        facts['baseline_verdicts'] = verdicts() if callable(verdicts) else {}
+    except ValueError:
+        facts['baseline_verdicts'] = {}
+    return facts
+
+
+def _unmeasured_groups(test) -> dict[str, tuple]:
+    """perf variable -> (group, its values, (check_result, reason)) for
+    every metric of every batch group that gave no value: no value, the
+    reference, and the group's own failure, as its one-node case logs."""
+    outcomes = {**(getattr(test, 'groups_not_measured', None) or {}),
+                **(getattr(test, 'group_failures', None) or {})}
+    if not outcomes:
+        return {}
+    metrics = dict(getattr(test, 'node_metrics', None)
+                   or getattr(test, 'perf_metrics', None) or {})
+    target = test.current_partition.fullname
+    found = {}
+    for group, reason in outcomes.items():
+        for name, unit in metrics.items():
+            var = f'{name}@{group}'
+            ref = test.reference_of(target, var) or \
+                test.reference_of(target, name) or (None, None, None)
+            found[var] = (group, (None, ref[0], ref[1], ref[2], unit, None),
+                          ('fail', reason))
+    return found
+
+
+def _group_nodes(label: str, facts: dict) -> tuple[str, ...]:
+    """'hb-4+hb-1' -> ('hb-1', 'hb-4') where the job recorded hb-1 first."""
+    order = {node: index for index, node in enumerate(facts['job_nodes'])}
+    return tuple(sorted(label.split('+'), key=lambda n: order.get(n, 0)))
+
+
+def _fingerprint(facts: dict, nodes: tuple) -> dict:
+    prints = facts['node_fingerprints']
+    key = nodes[0] if len(nodes) == 1 else '*'
+    return dict(prints.get(key) or prints.get('*') or {})
+
+
+def _measurement(facts, var, own, outcome, logged_nodes) -> Measurement:
+    """One perf variable's value (value, reference, lower, upper, unit,
+    ReFrame's result) as a Measurement; a batch group's as its own case's:
+    its node's VM size, that size's peaks, its node's SKU mismatch."""
+    value, ref, lower, upper, unit, result = own
+    plain, group = split_group(var, facts['metric_groups'])
+    metric, device = split_device(plain, facts['metric_devices'])
+    nodes = (_group_nodes(group, facts) if group else facts['job_nodes']
+             or logged_nodes)
+    observed, peaks, peak_sources = (facts['vm_sku_observed'],
+                                     facts['metric_peaks'],
+                                     facts['peak_sources'])
+    reasons = facts['no_verdict_reasons']
+    if group:
+        sizes = facts['node_vm_skus']
+        observed = sizes.get(nodes[0]) if sizes else observed
+        reasons += tuple(facts['vm_sku_mismatches'][node] for node in nodes
+                         if node in facts['vm_sku_mismatches'])
+        if group in facts['group_peaks']:
+            peaks = facts['group_peaks'][group]
+            peak_sources = facts['group_peak_sources'].get(group, {})
+    return Measurement(
+        metric=metric, value=value, unit=unit, stage_result=result,
+        reference=ref, lower=lower, upper=upper,
+        reference_source=facts['reference_sources'].get(var),
+        reference_key=facts['metric_reference_keys'].get(var),
+        peak=peaks.get(metric), peak_source=peak_sources.get(metric),
+        device=device, gpu=facts['metric_gpus'].get(plain), nodes=nodes,
+        vm_sku=facts.get('vm_sku'), vm_sku_observed=observed,
+        nvlink_domain=facts['nvlink_domain'],
+        num_tasks=(facts['step_ranks'] or None) if group else None,
+        fingerprint=_fingerprint(facts, nodes),
+        params=facts['check_params'], no_verdict_reasons=reasons,
+        reference_differences=facts['reference_differences'],
+        site_baseline=facts['baseline_verdicts'].get(var),
+        health_notes=facts['health_notes'], outcome=outcome,
+        in_batch=bool(facts['metric_groups']))
+
+
+def _health_samples(facts, logged_result, logged_nodes) -> dict:
+    """The rows of the health samples (health_sampling.py), keyed
+    'metric@device@node': each is one node's and one device's, judged by
+    its own rule (a sourced limit where it has a reference)."""
+    found = {}
+    for health in facts['health_rows']:
+        metric, reference = health['metric'], health.get('reference')
+        node = health.get('node')
+        nodes = (node,) if node else logged_nodes
+        found[f"{metric}@{health.get('device')}@{node}"] = Measurement(
+            metric=metric, value=health.get('value'),
+            unit=health.get('unit'), stage_result=logged_result,
+            reference=reference,
+            lower=0 if reference is not None and reference else None,
+            upper=0 if reference is not None and not reference else None,
+            reference_source=health.get('source') or None,
+            reference_key=facts['metric_reference_keys'].get(metric),
+            peak_source=facts['peak_sources'].get(metric),
+            device=health.get('device'), gpu=health.get('gpu'), nodes=nodes,
+            vm_sku=facts.get('vm_sku'),
+            vm_sku_observed=facts['vm_sku_observed'],
+            nvlink_domain=facts['nvlink_domain'],
+            fingerprint=_fingerprint(facts, nodes),
+            params={**facts['check_params'],
+                    'health': health.get('params') or {}},
+            no_verdict_reasons=facts['no_verdict_reasons'],
+            reference_differences=facts['reference_differences'],
+            health_notes=facts['health_notes'],
+            in_batch=bool(facts['metric_groups']),
+            sample={'result': health.get('result'),
+                    'reason': health.get('reason')})
+    return found
