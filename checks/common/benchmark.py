@@ -87,7 +87,35 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
     def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
         Measurement (measurements.py), from which its rows are made."""
-        return measurements.of_test(self, logged)
+        return measurements.of_test(self.test_facts(), logged)
+
+    def test_facts(self) -> measurements.TestFacts:
+        """What this test's plugins recorded, for its measurements."""
+        try:
+            baseline = self.site_baseline_verdicts()
+        except ValueError:   # an unreadable baseline fails the test itself
+            baseline = {}
+        return measurements.TestFacts(
+            **self.node_facts(), perfvalues=dict(self.perfvalues or {}),
+            check_params=measurements.recorded_params(
+                self, self.recorded_variables),
+            no_verdict_reasons=tuple(self.no_verdict_reasons),
+            reference_differences=dict(self.reference_differences),
+            reference_sources=dict(self.reference_sources),
+            metric_reference_keys=dict(self.metric_reference_keys),
+            metric_devices=dict(self.metric_devices),
+            metric_peaks=dict(self.metric_peaks),
+            peak_sources=dict(self.peak_sources),
+            metric_groups=dict(self.metric_groups),
+            group_peaks=dict(self.group_peaks),
+            group_peak_sources=dict(self.group_peak_sources),
+            step_ranks=self.step_ranks,
+            group_outcomes={**self.groups_not_measured,
+                            **self.group_failures},
+            node_metrics=dict(self.node_metrics or self.perf_metrics or {}),
+            reference_of=lambda var: self.reference_of(
+                self.current_partition.fullname, var),
+            baseline_verdicts=baseline)
 
     def partition_extra(self, name, default=None):
         return self.current_partition.extras.get(name, default)

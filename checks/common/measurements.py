@@ -2,11 +2,12 @@
 device of one node or node group, with what it is compared with and why it
 has no verdict where it has none.
 
-A test lists them (``measurements()``, made by :func:`of_test`); the row
-builder (config/results/rows/) makes one row of each. No ReFrame import."""
+A test lists them (``measurements()``: :func:`of_test` of its
+:class:`TestFacts`); the row builder (config/results/rows/) makes one row
+of each. No ReFrame import."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 
 @dataclass(frozen=True)
@@ -76,15 +77,59 @@ def split_group(var: str | None, groups: dict) -> tuple[str | None,
     return var[:-len(suffix)], group
 
 
-def of_test(test, logged: dict | None = None) -> dict[str, Measurement]:
+@dataclass
+class TestFacts:
+    """What a test's plugins recorded, that its measurements carry: each
+    test fills it from its own declared state (BenchmarkTest.test_facts,
+    NodeProbe.node_facts); nothing here reads the test."""
+    perfvalues: dict = field(default_factory=dict)   # ReFrame's
+    vm_sku: str | None = None
+    check_params: dict = field(default_factory=dict)
+    no_verdict_reasons: tuple = ()
+    reference_differences: dict = field(default_factory=dict)
+    reference_sources: dict = field(default_factory=dict)
+    metric_reference_keys: dict = field(default_factory=dict)
+    metric_devices: dict = field(default_factory=dict)
+    metric_gpus: dict = field(default_factory=dict)
+    metric_peaks: dict = field(default_factory=dict)
+    peak_sources: dict = field(default_factory=dict)
+    # a batch job's (fanned_job.py); reference_of(var): a var's reference
+    metric_groups: dict = field(default_factory=dict)
+    group_peaks: dict = field(default_factory=dict)
+    group_peak_sources: dict = field(default_factory=dict)
+    step_ranks: int = 0
+    group_outcomes: dict = field(default_factory=dict)
+    node_metrics: dict = field(default_factory=dict)
+    reference_of: object = None
+    job_nodes: tuple = ()               # the node probe's (node_probe.py)
+    vm_sku_observed: str | None = None
+    node_vm_skus: dict = field(default_factory=dict)
+    vm_sku_mismatches: dict = field(default_factory=dict)
+    node_fingerprints: dict = field(default_factory=dict)
+    health_rows: list = field(default_factory=list)
+    health_notes: dict = field(default_factory=dict)
+    nvlink_domain: str | None = None
+    baseline_verdicts: dict = field(default_factory=dict)
+
+
+def recorded_params(test, names=()) -> dict:
+    """The test's parameters and the variables it names to record."""
+    return {name: getattr(test, name, None)
+            for name in [*type(test).param_space.params, *names]}
+
+
+def of_test(test: TestFacts, logged: dict | None = None
+            ) -> dict[str, Measurement]:
     """ReFrame's perf variable name -> its Measurement, for every value of
-    *test* (a batch job's nodes or pairs without a value included), and its
+    a test (a batch job's nodes or pairs without a value included), and its
     health samples' rows. *logged*: ReFrame's perf record of the test
     (check_perf_var and its columns), where a test that evaluated no value
     lists that record's variable alone; None in the performance stage."""
-    facts = _facts(test)
-    values = {var.split(':')[-1]: (tuple(info), None) for var, info
-              in (getattr(test, 'perfvalues', None) or {}).items()}
+    facts = {item.name: getattr(test, item.name) for item in fields(test)}
+    facts.update(job_nodes=tuple(test.job_nodes),
+                 no_verdict_reasons=tuple(test.no_verdict_reasons))
+    values = {var.split(':')[-1]: (tuple(info), None)
+              for var, info in test.perfvalues.items()}
     unmeasured = _unmeasured_groups(test)
     var = (logged or {}).get('check_perf_var')
     logged_nodes = tuple((logged or {}).get('check_job_nodelist') or ())
@@ -106,60 +151,16 @@ def of_test(test, logged: dict | None = None) -> dict[str, Measurement]:
     return found
 
 
-def _facts(test) -> dict:
-    """What the test's plugins recorded, read once (the SKU, parameters,
-    references and their sources, nodes, health, site baseline)."""
-    facts = {}
-    partition = getattr(test, 'current_partition', None)
-    if partition is not None:
-        facts['vm_sku'] = partition.extras.get('vm_sku')
-    params = {name: getattr(test, name, None)
-              for name in type(test).param_space.params}
-    for name in getattr(test, 'recorded_variables', []):
-        params[name] = getattr(test, name, None)
-    facts['check_params'] = params
-    facts['no_verdict_reasons'] = tuple(
-        getattr(test, 'no_verdict_reasons', None) or ())
-    facts['reference_differences'] = dict(
-        getattr(test, 'reference_differences', None) or {})
-    for name in ('reference_sources', 'metric_reference_keys',
-                 'metric_devices', 'metric_gpus', 'metric_groups',
-                 'metric_peaks', 'peak_sources', 'node_vm_skus',
-                 'vm_sku_mismatches', 'group_peaks', 'group_peak_sources',
-                 'node_fingerprints', 'health_notes'):
-        facts[name] = dict(getattr(test, name, None) or {})
-    facts['step_ranks'] = getattr(test, 'step_ranks', 0)
-    # what the job recorded, not ReFrame's first sacct poll (job_nodes.py)
-    facts['job_nodes'] = tuple(getattr(test, 'job_nodes', None) or ())
-    facts['vm_sku_observed'] = getattr(test, 'vm_sku_observed', None) or None
-    facts['nvlink_domain'] = getattr(test, 'nvlink_domain', None) or None
-    facts['health_rows'] = list(getattr(test, 'health_rows', None) or [])
-    # an unreadable baseline file fails the test itself, saying which
-    verdicts = getattr(test, 'site_baseline_verdicts', None)
-    try:
-        facts['baseline_verdicts'] = verdicts() if callable(verdicts) else {}
-    except ValueError:
-        facts['baseline_verdicts'] = {}
-    return facts
-
-
-def _unmeasured_groups(test) -> dict[str, tuple]:
+def _unmeasured_groups(test: TestFacts) -> dict[str, tuple]:
     """perf variable -> (group, its values, (check_result, reason)) for
-    every metric of every batch group that gave no value: no value, the
-    reference, and the group's own failure, as its one-node case logs."""
-    outcomes = {**(getattr(test, 'groups_not_measured', None) or {}),
-                **(getattr(test, 'group_failures', None) or {})}
-    if not outcomes:
-        return {}
-    metrics = dict(getattr(test, 'node_metrics', None)
-                   or getattr(test, 'perf_metrics', None) or {})
-    target = test.current_partition.fullname
+    every metric of every batch group that gave no value, as its one-node
+    case logs."""
     found = {}
-    for group, reason in outcomes.items():
-        for name, unit in metrics.items():
+    for group, reason in test.group_outcomes.items():
+        for name, unit in test.node_metrics.items():
             var = f'{name}@{group}'
-            ref = test.reference_of(target, var) or \
-                test.reference_of(target, name) or (None, None, None)
+            ref = test.reference_of(var) or test.reference_of(name) or \
+                (None, None, None)
             found[var] = (group, (None, ref[0], ref[1], ref[2], unit, None),
                           ('fail', reason))
     return found
@@ -217,9 +218,8 @@ def _measurement(facts, var, own, outcome, logged_nodes) -> Measurement:
 
 
 def _health_samples(facts, logged_result, logged_nodes) -> dict:
-    """The rows of the health samples (health_sampling.py), keyed
-    'metric@device@node': each is one node's and one device's, judged by
-    its own rule (a sourced limit where it has a reference)."""
+    """The health samples (health_sampling.py), keyed 'metric@device@node',
+    each judged by its own rule."""
     found = {}
     for health in facts['health_rows']:
         metric, reference = health['metric'], health.get('reference')

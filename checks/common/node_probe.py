@@ -92,6 +92,19 @@ class NodeProbe(rfm.RegressionTestPlugin):
     #: a check that reads more of them (per_gpu.py: the GPUs' names).
     node_samples = variable(dict, value={}, loggable=False)
 
+    def node_facts(self) -> dict:
+        """What the probe recorded, for the test's measurements
+        (measurements.TestFacts), with the partition's declared SKU."""
+        partition = self.current_partition
+        return {'vm_sku': partition.extras.get('vm_sku') if partition
+                else None, 'job_nodes': tuple(self.job_nodes),
+                'vm_sku_observed': self.vm_sku_observed or None,
+                'node_vm_skus': dict(self.node_vm_skus),
+                'vm_sku_mismatches': dict(self.vm_sku_mismatches),
+                'node_fingerprints': dict(self.node_fingerprints),
+                'health_rows': list(self.health_rows),
+                'health_notes': dict(self.health_notes)}
+
     def measures_each_node_alone(self) -> bool:
         """True where a batch job measures each node on its own
         (fanned_job.py says so); each node is then judged by its own

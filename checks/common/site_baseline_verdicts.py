@@ -8,8 +8,9 @@ and device is checked against the entry's two-sided bounds, beside the
 published reference (both are checked; neither replaces the other). A
 metric outside them fails the test case with a reason naming the basis
 (``site baseline: triad_bw 10382.9 MB/s: 16.1% below ...``), and its row
-says ``fail`` with ``verdict_basis = site_baseline`` (config/results/rows/
-builder.py reads :meth:`SiteBaselineVerdicts.site_baseline_verdicts`).
+says ``fail`` with ``verdict_basis = site_baseline`` (each measurement
+carries its baseline verdict: BenchmarkTest.test_facts reads
+:meth:`SiteBaselineVerdicts.site_baseline_verdicts`).
 """
 from __future__ import annotations
 
@@ -95,7 +96,11 @@ class SiteBaselineVerdicts(rfm.RegressionTestPlugin):
                 'reason': (f'{site_baseline.LABEL}: {var} {value:g}{unit}: '
                            f'{why}' if why else ''),
                 'value': entry.value, 'lower': entry.lower,
-                'upper': entry.upper, 'source': entry.source}
+                'upper': entry.upper, 'source': entry.source,
+                # the healthy spread relative to the value: peers' floor
+                # (scripts/judging/peers.py, row column verdict_spread)
+                'spread': (entry.spread / abs(entry.value)
+                           if entry.value and entry.spread else None)}
         return found
 
     def measurements(self, logged=None) -> dict:

@@ -131,7 +131,8 @@ class SkuReferences(rfm.RegressionTestPlugin):
 
     def reference_of(self, target: str, name: str):
         """The reference of perf variable *name* on *target*, None where
-        there is none (also for config/results/rows/builder.py's rows)."""
+        there is none (also for a batch group's measurements without a
+        value: measurements.py)."""
         # a ScopedDict once ReFrame has seen it: looked up scope:name
         try:
             return self.reference[f'{target}:{name}']

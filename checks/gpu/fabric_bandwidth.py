@@ -19,6 +19,8 @@ Runs on partitions whose VMs talk over multi-node NVLink
 (extras['nccl_multinode_fabric'] == 'mnnvl'), once per NVLink domain in
 acceptance's set phase (scripts/acceptance/nvlink.py), beside NcclMultiNode.
 """
+import dataclasses
+
 import reframe as rfm
 
 from .. import parsers
@@ -49,6 +51,11 @@ class GpuFabricBandwidth(PerGpuBenchmark):
     #: <CliqueId>'), set by acceptance for its per-domain runs
     nvlink_domain = variable(str, value='')
     recorded_variables = ['num_nodes', 'samples', 'nvlink_domain']
+
+    def test_facts(self):
+        """PerGpuBenchmark's, with the run's NVLink domain."""
+        return dataclasses.replace(super().test_facts(),
+                                   nvlink_domain=self.nvlink_domain or None)
 
     def gpu_total(self) -> int:
         return self.gpu_count() * self.num_nodes

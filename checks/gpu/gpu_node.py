@@ -77,7 +77,10 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, NodeProbe):
     def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
         Measurement (checks/common/measurements.py), one row each."""
-        return measurements.of_test(self, logged)
+        return measurements.of_test(measurements.TestFacts(
+            **self.node_facts(), perfvalues=dict(self.perfvalues or {}),
+            check_params=measurements.recorded_params(self)),
+            logged)
 
     def expected_gpus(self) -> gpu_node.Expected:
         extras = self.current_partition.extras

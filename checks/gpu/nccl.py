@@ -41,6 +41,7 @@ command line (``env CUDA_VISIBLE_DEVICES=... all_reduce_perf ...``): srun
 with --gres rewrites CUDA_VISIBLE_DEVICES for each step, so a value
 exported by the batch script would be lost.
 """
+import dataclasses
 import os
 import shlex
 
@@ -126,6 +127,11 @@ class NcclBase(BenchmarkTest):
                           'gpus_per_rank', 'fabric', 'nccl_topo_file']
 
     multinode = False
+
+    def test_facts(self):
+        """BenchmarkTest's, with the run's NVLink domain."""
+        return dataclasses.replace(super().test_facts(),
+                                   nvlink_domain=self.nvlink_domain or None)
 
     def nccl_version(self) -> str | None:   # health_sampling.py asks
         """The NCCL version the output names (its fingerprint)."""

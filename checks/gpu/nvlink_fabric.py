@@ -55,7 +55,10 @@ class NvlinkFabric(rfm.RunOnlyRegressionTest, NodeProbe):
     def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
         Measurement (checks/common/measurements.py), one row each."""
-        return measurements.of_test(self, logged)
+        return measurements.of_test(measurements.TestFacts(
+            **self.node_facts(), perfvalues=dict(self.perfvalues or {}),
+            check_params=measurements.recorded_params(self),
+            nvlink_domain=self.nvlink_domain or None), logged)
 
     @run_after('setup')
     def only_on_nvlink_racks(self):

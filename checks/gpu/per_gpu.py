@@ -15,6 +15,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+
 import reframe.utility.typecheck as typ
 
 from .. import parsers
@@ -83,6 +85,11 @@ class PerGpuBenchmark(BenchmarkTest):
 
     def gpu_count(self) -> int:
         return int(self.partition_extra('gpus_per_node', 0) or 0)
+
+    def test_facts(self):
+        """BenchmarkTest's, with the GPU each value was measured on."""
+        return dataclasses.replace(super().test_facts(),
+                                   metric_gpus=dict(self.metric_gpus))
 
     @run_after('setup')
     def set_gpu_layout(self):

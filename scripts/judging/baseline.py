@@ -36,13 +36,16 @@ from checks.common import site_baseline
 from checks.common.reference_key import local_sku, reference_key
 from checks.common.site_baseline import BASIS, SETTING, Entry, read  # noqa: F401
 from config.results.rows.schema import HEALTH_FACILITY
-from scripts.judging.peers import (DEFAULT_Z_LIMIT, MAD_SCALE,
-                                   VERDICT_FACILITY, completed, test_of)
+from scripts.judging.peers import (MAD_SCALE, VERDICT_FACILITY,
+                                   completed, test_of)
 
 DEFAULT_MIN_RUNS = 5
 #: the least band of a baseline entry (Azure's HBv4 STREAM guidance: more
 #: than 10% below, check the configuration; the module's docstring)
 DEFAULT_TOLERANCE = 0.10
+#: the robust z of an outlier left out, and of the band (Iglewicz and
+#: Hoaglin's modified z-score cut-off, as SuperBench uses it)
+DEFAULT_Z_LIMIT = 3.5
 MAX_ROUNDS = 20
 # check_params that say where or how often, not how: left out of the key.
 _NOT_METHOD = {'no_verdict_reasons', 'method_differences', 'measured_method',

@@ -23,7 +23,9 @@ from tests.support.sandbox_runs import RECORDED_SIZES, run_on_sandbox
 NODES = list(NODES)
 SLOW, BROKEN = NODES[2], NODES[1]
 ARGS = ['--system', 'sandbox', '--partition', 'hbv4', *STREAM_ONLY,
-        '--drain', '--dry-run', '--min-peers', '3']
+        '--drain', '--dry-run', '--min-peers', '3',
+        # the batch against the one-by-one rows: no confirmation run beside
+        '--confirm', '0']
 
 
 # --- the rules on their own -------------------------------------------------

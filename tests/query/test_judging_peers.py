@@ -31,9 +31,12 @@ def brute_force(values, lower, rule, floor=0.01):
             found.append(False)
             continue
         worse = ((value - median) if lower else (median - value)) / median
-        z = (value - median) / (max(own, floor) * median)
+        # the peers' spread at its upper bound, at least the floor
+        spread = max(own * (1 + 3.0 * 1.17 / len(others) ** 0.5), floor)
+        z = (value - median) / (spread * median)
+        limit = peers.value_z_limit(rule.flag_alpha, 1)
         found.append(worse > rule.tolerance and (
-            z > rule.z_limit if lower else z < -rule.z_limit))
+            z > limit if lower else z < -limit))
     return found
 
 
@@ -195,10 +198,10 @@ def test_pinned_acceptance_rows_are_one_group_in_both(tmp_path):
 
 def test_the_kql_rule_settings_follow_the_python_rule():
     shipped = library.shipped()['node_outliers'].text
-    text = peers.kql_with_rule(shipped, peers.Rule(0.04, 2.5, 6, 0.2))
+    text = peers.kql_with_rule(shipped, peers.Rule(0.04, 2.5, 6, 0.2, 0.1))
     assert 'let min_peers = 6;' in text and 'let max_spread_pct = 20.0;' in text
     assert 'let max_worse_pct = 4.0;' in text
-    assert f'let node_alpha = {peers.upper_tail(2.5)!r};' in text
+    assert 'let flag_alpha = 0.1;' in text
     assert peers.kql_with_rule(shipped, peers.Rule()) == shipped
 
 
@@ -208,6 +211,12 @@ def test_the_kql_constants_and_primary_table_are_pythons():
     assert f'let min_spread = {peers.MIN_SPREAD!r};' in shipped
     assert f'let smoke_spread = {peers.SMOKE_SPREAD!r};' in shipped
     assert f'let implausible_ratio = {peers.IMPLAUSIBLE_RATIO!r};' in shipped
+    assert f'let small_group_peers = {peers.SMALL_GROUP_PEERS!r};' in shipped
+    assert f'let small_group_spread = {peers.SMALL_GROUP_SPREAD!r};' \
+        in shipped
+    assert f'let spread_bound_z = {peers.SPREAD_BOUND_Z!r};' in shipped
+    assert f'let mad_standard_error = {peers.MAD_STANDARD_ERROR!r};' \
+        in shipped
 
 
 def test_judging_a_large_run_is_fast():

@@ -1,9 +1,11 @@
 """One judge, proven: with config/results/rows/judge.py's ``judged``
-replaced by one that answers a sentinel, every row a real ReFrame run
-stores carries the sentinel, so no row gets its verdict anywhere else; and
-a sentinel that fails every value fails the test in ReFrame's performance
-stage, which asks the same judge (checks/common/site_baseline_verdicts.py
-finds the module the row builder uses, not a copy of its own).
+replaced by a sentinel that fails every value with a reason of its own,
+every row a real ReFrame run stores carries the sentinel's verdict, basis
+and reason, so no row gets its verdict anywhere else; and ReFrame's
+performance stage fails the test with the sentinel's reason, so it asks
+the same judge (checks/common/site_baseline_verdicts.py finds the module
+the row builder uses, not a copy of its own). Without the sentinel the
+same local run passes (tests/checks/test_site_baseline_run.py).
 
 The judge is replaced inside ReFrame's own process: ReFrame imports the
 configuration under a name of its own (``config@<hash>``), so the wrapper
@@ -18,9 +20,9 @@ from tests.support.helpers import REPO, STANDINS, stored_rows, suite_env
 
 SENTINEL = 'sentinel-judge'
 FAILED = 'the sentinel judge failed it'
+JUDGED = ('fail', SENTINEL, FAILED)
 
 WRAPPER = f'''
-import os
 import sys
 
 import reframe.core.config as config
@@ -29,11 +31,6 @@ load_config = config.load_config
 
 
 def sentinel(values, baseline=None, notes=None, sample=None):
-    values['check_perf_result'] = values['verdict_basis'] = {SENTINEL!r}
-    return values
-
-
-def failing_sentinel(values, baseline=None, notes=None, sample=None):
     values.update(check_perf_result='fail', verdict_basis={SENTINEL!r},
                   check_fail_reason={FAILED!r})
     return values
@@ -43,8 +40,7 @@ def loaded(*args, **kwargs):
     site = load_config(*args, **kwargs)
     for name, module in list(sys.modules.items()):
         if name.endswith('results.rows.judge'):
-            module.judged = (failing_sentinel if 'FAIL_ALL' in os.environ
-                             else sentinel)
+            module.judged = sentinel
         if name.endswith('results.handlers.records') and '--dry-run' in sys.argv:
             # store what a dry run's records would make, to read it
             module.is_dry_run = lambda record: False
@@ -58,11 +54,9 @@ main()
 '''
 
 
-def run_with_sentinel(tmp_path, *args, path=None, fail_all=False):
+def run_with_sentinel(tmp_path, *args, path=None):
     home = tmp_path / 'home'
     env = suite_env(home)
-    if fail_all:
-        env['FAIL_ALL'] = '1'
     if path:
         env['PATH'] = os.pathsep.join([str(path), env['PATH']])
     result = subprocess.run(
@@ -73,46 +67,41 @@ def run_with_sentinel(tmp_path, *args, path=None, fail_all=False):
     return result, stored_rows(home)
 
 
-def test_every_row_of_a_real_local_run_is_judged_by_the_one_judge(tmp_path):
+def judged(row) -> tuple:
+    return (row['check_perf_result'], row['verdict_basis'],
+            row['check_fail_reason'])
+
+
+def test_a_real_local_run_is_judged_by_the_one_judge_stage_and_rows(
+        tmp_path):
     # STREAM runs for real through ReFrame on local; its binary is the
-    # checked stand-in (tests/support/standins/stream_c.exe replays a real output
-    # after checking its OpenMP settings)
+    # checked stand-in (tests/support/standins/stream_c.exe replays a real
+    # output after checking its OpenMP settings)
     result, rows = run_with_sentinel(
         tmp_path, '--system', 'local', '-c', 'checks/cpu/stream.py',
         '-n', '^StreamCheck$', '-r', path=STANDINS)
-    assert result.returncode == 0, result.stdout + result.stderr
+    # the performance stage failed the test as the judge said
+    assert result.returncode != 0
+    assert "failed during 'performance'" in result.stdout, result.stdout
+    assert FAILED in result.stdout
     assert {row['check_perf_var'] for row in rows} >= {
         'copy_bw', 'scale_bw', 'add_bw', 'triad_bw'}
     assert {row['check_name'] for row in rows} == {'StreamCheck'}
-    assert {(row['check_perf_result'], row['verdict_basis'])
-            for row in rows} == {(SENTINEL, SENTINEL)}
+    assert {judged(row) for row in rows} == {JUDGED}
+    assert {row['check_result'] for row in rows} == {'fail'}
 
 
 def test_every_row_of_an_nccl_dry_run_is_judged_by_the_one_judge(tmp_path):
     result, rows = run_with_sentinel(
         tmp_path, '--system', 'azure:ndv5', '-c', 'checks/gpu/nccl.py',
         '-n', '^NcclSingleNode', '--dry-run')
-    assert result.returncode == 0, result.stdout + result.stderr
+    # a dry run evaluates no value, but its performance stage runs: the
+    # judge fails each case there too (the real one judges nothing)
+    assert result.returncode != 0
+    assert result.stdout.count("failed during 'performance'") == 5, \
+        result.stdout + result.stderr
     # one row per collective and metric at least
     assert {row['check_name'].split()[0] for row in rows} == {
         'NcclSingleNode'}
     assert len(rows) >= 2 * 5
-    assert {(row['check_perf_result'], row['verdict_basis'])
-            for row in rows} == {(SENTINEL, SENTINEL)}
-
-
-
-def test_the_performance_stage_fails_a_test_where_the_one_judge_does(
-        tmp_path):
-    result, rows = run_with_sentinel(
-        tmp_path, '--system', 'local', '-c', 'checks/cpu/stream.py',
-        '-n', '^StreamCheck$', '-r', path=STANDINS, fail_all=True)
-    # the same run passes with the real judge (the first test above)
-    assert result.returncode != 0
-    assert "failed during 'performance'" in result.stdout
-    assert FAILED in result.stdout
-    assert {row['check_perf_var'] for row in rows} >= {
-        'copy_bw', 'scale_bw', 'add_bw', 'triad_bw'}
-    assert {(row['check_result'], row['check_perf_result'],
-             row['check_fail_reason']) for row in rows} == {
-        ('fail', 'fail', FAILED)}
+    assert {judged(row) for row in rows} == {JUDGED}

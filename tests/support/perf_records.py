@@ -1,4 +1,5 @@
 """A log record as ReFrame hands one to the results handler."""
+import dataclasses
 import logging
 
 from checks.common import measurements
@@ -27,10 +28,28 @@ def perf_record(**overrides):
 
 class StandInTest:
     """What a test gives the row path: it lists its measurements as every
-    check does (checks/common/measurements.py), from the facts set on it."""
+    check does (checks/common/measurements.py), from the facts set on it
+    under the names the checks' plugins use."""
 
     class param_space:
         params = {}
 
-    def measurements(self, logged):
-        return measurements.of_test(self, logged)
+    def measurements(self, logged=None):
+        return measurements.of_test(facts_of(self), logged)
+
+
+def facts_of(test) -> measurements.TestFacts:
+    found = {item.name: getattr(test, item.name)
+             for item in dataclasses.fields(measurements.TestFacts)
+             if hasattr(test, item.name)}
+    partition = getattr(test, 'current_partition', None)
+    verdicts = getattr(test, 'site_baseline_verdicts', None)
+    return measurements.TestFacts(**{
+        **found, 'vm_sku': partition.extras.get('vm_sku') if partition
+        else None,
+        'check_params': measurements.recorded_params(test),
+        'group_outcomes': {**getattr(test, 'groups_not_measured', {}),
+                           **getattr(test, 'group_failures', {})},
+        'reference_of': lambda var: test.reference_of(partition.fullname,
+                                                      var),
+        'baseline_verdicts': verdicts() if verdicts else {}})

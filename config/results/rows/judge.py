@@ -66,6 +66,8 @@ def with_site_baseline(values: dict, verdict: dict | None) -> dict:
         values['verdict_basis'] = PUBLISHED
     if not verdict:
         return values
+    # the metric's healthy spread, the least spread peers assume of it
+    values['verdict_spread'] = verdict.get('spread')
     reason = values.get('check_fail_reason') or ''
     if verdict['fail'] and verdict['reason'] not in reason:
         values['check_fail_reason'] = '; '.join(
