@@ -1,6 +1,9 @@
-"""Re-measure before blame (`--confirm N`): the checks a node failed on any
-basis run again in a pinned session of their own, up to N times, and the
-node is bad only if it fails every attempt. Peer failures are known only
+"""Re-measure before blame (`--confirm N`, 1 by default): the checks a
+node failed on any basis run again in a pinned session of their own, one
+job per node (the node alone, not beside the batch that may have disturbed
+it), up to N times, and the node is bad only if it fails every attempt; a
+failure that does not repeat is *flaky* (findings.PASSED_AGAIN): recorded
+and shown, never drained or reported. Peer failures are known only
 after a session, so ReFrame's own retries (--retry-failed) cannot
 re-measure them; this can. The new value is held against the same
 peers (their median and spread from the first run) and the same baseline
@@ -13,11 +16,17 @@ its pair failures (and their partners' side of the same runs) are set
 aside."""
 from __future__ import annotations
 
+import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 from . import judge, plan, repair, verdicts
+from .findings import PASSED_AGAIN
 
-PASSED = 'passed when measured again'
+PASSED = PASSED_AGAIN
+#: The partner's side of a pair run that its node then passed with a good
+#: partner: not that partner's failure (and it is not flaky for it).
+PARTNER_PASSED = 'its partner passed when measured again'
 
 
 def _failing(node_verdicts, scope: str = 'node'
@@ -54,6 +63,34 @@ def _now_fails(old: verdicts.Finding, new: list[verdicts.Finding],
     return False, verdicts.PASS
 
 
+def _still_failing(old: verdicts.Finding, new: list[verdicts.Finding],
+                   decided: dict[str, judge.Decided], rows: list[dict]
+                   ) -> list[judge.Decided]:
+    """A failure decided after the run (peers, siblings) that failed
+    again: a verdict about the confirmation's own row, held against what
+    the first run held it against (so that the store's latest run of the
+    node says it failed, as acceptance does)."""
+    first = decided.get(old.record_id)
+    if first is None or first.still_fails is None or \
+            first.basis == verdicts.PUBLISHED:
+        return []
+    by_record = {row['record_id']: row for row in rows}
+    found = []
+    for f in new:
+        row = by_record.get(f.record_id)
+        if row is None or f.check != old.check or f.node != old.node or \
+                f.metric != old.metric or f.value is None or \
+                not first.still_fails(f.value):
+            continue
+        unit = f' {f.unit}' if f.unit else ''
+        found.append(judge.Decided(
+            row, first.basis, True,
+            f'measured again alone: {f.value:,.6g}{unit}, still failing '
+            f'against the first run ({first.reason})', first.reference,
+            first.still_fails, verdicts.FAIL))
+    return found
+
+
 def _classes(targets: dict[str, list]) -> list[str]:
     return sorted({verdicts.class_name({'name': f.check})
                    for found in targets.values() for f in found})
@@ -87,16 +124,53 @@ def _set_aside_pair(old: verdicts.Finding, findings: list) -> None:
         if f.scope == 'pair' and f.node == old.partner and \
                 f.partner == old.node and f.check == old.check and \
                 f.jobid == old.jobid and f.verdict == verdicts.FAIL:
-            f.set_aside = PASSED
+            f.set_aside = PARTNER_PASSED
+
+
+@dataclass
+class Cost:
+    """What confirming took: node-seconds (each session's wall time times
+    the nodes it held), sessions, and the nodes measured again."""
+    node_seconds: float = 0.0
+    sessions: int = 0
+    nodes: set = field(default_factory=set)
+
+    def add(self, phase: plan.Phase, seconds: float) -> None:
+        held = {node for pin in phase.pins for node in pin}
+        self.node_seconds += seconds * len(held)
+        self.sessions += 1
+        self.nodes |= held
+
+    def line(self) -> str:
+        return (f'confirming cost {self.node_seconds / 60:.1f} node-minutes: '
+                f'{len(self.nodes)} node(s) measured again, '
+                f'{self.sessions} session(s)')
+
+    def as_dict(self) -> dict:
+        return {'node_seconds': round(self.node_seconds, 1),
+                'sessions': self.sessions, 'nodes': sorted(self.nodes)}
+
+
+def timed(run_phase, cost: Cost, clock=time.monotonic):
+    """run_phase, adding what each session held to *cost*."""
+    def run(phase):
+        start = clock()
+        try:
+            return run_phase(phase)
+        finally:
+            cost.add(phase, clock() - start)
+    return run
 
 
 def confirm(attempts: int, findings: list, decided: list, nodes: dict,
-            run_phase, measure, say) -> list:
+            run_phase, measure, say, cost: Cost | None = None) -> list:
     """Run up to *attempts* confirmation sessions; set aside the failures
-    that pass. ``run_phase(phase) -> PhaseResult``; ``measure(results) ->
-    (findings, decided)`` judges a confirmation's rows. Returns the
-    decisions of the confirmation runs (for their verdict rows)."""
-    by_record = {d.row['record_id']: d for d in decided}
+    that pass (flaky). ``run_phase(phase) -> PhaseResult``;
+    ``measure(results) -> (findings, decided, rows)`` judges a
+    confirmation's rows. Returns the decisions of the confirmation runs (for their verdict
+    rows); *cost* gathers the node-time it took."""
+    by_record = {d.row['record_id']: d for d in decided if d.fail}
+    run_phase = timed(run_phase, cost if cost is not None else Cost())
     more = []
     for attempt in range(1, attempts + 1):
         judged = verdicts.node_verdicts(findings, nodes)
@@ -119,13 +193,14 @@ def confirm(attempts: int, findings: list, decided: list, nodes: dict,
                 results.append(run_phase(phase))
         if not results:
             break
-        new, new_decided = measure(results)
+        new, new_decided, rows = measure(results)
         more += new_decided
         for targets in [*wanted.values(), *pairs.values()]:
             for found in targets.values():
                 for old in found:
                     fails, what = _now_fails(old, new, by_record)
                     old.confirmations.append(what)
+                    more += _still_failing(old, new, by_record, rows)
                     if not fails:
                         old.set_aside = PASSED
                         _set_aside_pair(old, findings)

@@ -9,12 +9,23 @@ from dataclasses import dataclass, field
 PASS, FAIL, NOT_MEASURED = 'pass', 'fail', 'not_measured'
 PUBLISHED, SITE_BASELINE, PEERS = 'published', 'site_baseline', 'peers'
 BAD, SUSPECT, GOOD = 'bad', 'suspect', 'good'
+#: A node flagged on some basis whose flag did not repeat when measured
+#: again alone (--confirm): recorded and shown, never drained or reported.
+FLAKY = 'flaky'
+#: A result no basis could judge: no published reference or site baseline,
+#: and its peers too few or too spread to say (scripts/judging/peers.py's
+#: 'not judged'). A finding's verdict and a node's.
+NOT_JUDGED = 'not_judged'
+#: Why a failure that passed when measured again is set aside (its node is
+#: flaky, not bad).
+PASSED_AGAIN = 'passed when measured again'
 #: A node Slurm keeps powered off that this run did not start: not bad,
 #: not broken, not measured either.
 POWERED_DOWN = 'powered_down'
 POWERED_DOWN_REASON = 'powered down; `--power-up` to include'
 # Worst first: the order of the summary.
-NODE_VERDICTS = (BAD, SUSPECT, NOT_MEASURED, POWERED_DOWN, GOOD)
+NODE_VERDICTS = (BAD, SUSPECT, FLAKY, NOT_JUDGED, NOT_MEASURED, POWERED_DOWN,
+                 GOOD)
 WHOLE_PARTITION = '*'
 
 
@@ -55,5 +66,18 @@ class Finding:
     #: the GPU a health finding is about: index, bus id, serial
     gpu: dict | None = None
 
+    @property
+    def confirmed(self) -> bool:
+        """A failure of this node that was measured again (--confirm) and
+        failed every time: the only kind that is drained or reported."""
+        return self.verdict == FAIL and not self.set_aside and \
+            not self.blamed_on_partner and bool(self.confirmations) and \
+            all(str(c).startswith(FAIL) for c in self.confirmations)
+
+    @property
+    def flaky(self) -> bool:
+        """A failure that did not repeat when measured again."""
+        return self.verdict == FAIL and self.set_aside == PASSED_AGAIN
+
     def as_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, 'confirmed': self.confirmed}

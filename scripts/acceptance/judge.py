@@ -15,7 +15,8 @@ from scripts.judging import baseline, common_mode, peers, siblings
 
 from . import summary
 from .plan import scope_of
-from .findings import (FAIL, NOT_MEASURED, PEERS, SITE_BASELINE,
+from .findings import (FAIL, FLAKY, NOT_JUDGED, NOT_MEASURED, PASS,
+                       PASSED_AGAIN, PEERS, PUBLISHED, SITE_BASELINE,
                        WHOLE_PARTITION, Finding)
 
 JUDGED_SCOPES = ('node', 'pair')
@@ -79,15 +80,91 @@ class Decided:
     reference: float | None   # what it was held against (median, baseline)
     #: value -> whether it still fails on this basis (--confirm)
     still_fails: Callable[[float], bool] | None = None
+    #: 'fail', 'pass' or 'not judged' (peers too few or too spread: the
+    #: reason says why)
+    status: str = ''
+
+
+NOT_JUDGED_STATUS = 'not judged'
+
+
+def peer_status(judgement) -> str:
+    """'fail', 'pass' or 'not judged' of a peers.Judgement (its own
+    status where it has one; before that, a judgement with no median was
+    not judged)."""
+    status = getattr(judgement, 'status', None)
+    if status:
+        return status
+    if judgement.median is None:
+        return NOT_JUDGED_STATUS
+    return FAIL if judgement.fail else PASS
+
+
+def _why_not_judged(judgement) -> str:
+    """'not judged by peers: 3 peers, at least 4 needed' (the judgement's
+    own words where it has them)."""
+    why = str(getattr(judgement, 'why', None) or '')
+    if why.startswith('not judged'):
+        return why
+    return 'not judged by peers: ' + (why or (
+        f'{judgement.peers} peers, at least {judgement.rule.min_peers} '
+        'needed'))
 
 
 def peer_judgements(rows: list[dict], rules: peers.Rules) -> list[Decided]:
-    return [Decided(j.row, PEERS, j.fail,
-                    j.reason(j.row.get('check_perf_unit')) if j.fail else '',
-                    j.median, j.still_fails)
-            for j in peers.judge_rows(
-                [r for r in rows if _scope(r) in JUDGED_SCOPES], rules)
-            if j.median is not None]
+    """Every row of a node or pair check against its peers: failed,
+    passed, or not judged (with why)."""
+    found = []
+    for j in peers.judge_rows(
+            [r for r in rows if _scope(r) in JUDGED_SCOPES], rules):
+        if not getattr(j, 'primary', True):
+            continue   # a metric recorded only: peers never judge it
+        status = peer_status(j)
+        if status == NOT_JUDGED_STATUS:
+            found.append(Decided(j.row, PEERS, False, _why_not_judged(j),
+                                 j.median, None, status))
+            continue
+        fail = status == FAIL
+        found.append(Decided(j.row, PEERS, fail,
+                             j.reason(j.row.get('check_perf_unit'))
+                             if fail else '', j.median, j.still_fails,
+                             status))
+    return found
+
+
+def not_judged_findings(decided: list[Decided],
+                        measured: list[Finding]) -> list[Finding]:
+    """A 'not judged' finding for each node of each row its peers could
+    not judge and no other basis judged either: no published reference
+    (its finding neither passed nor failed) and no site-baseline verdict.
+    A row judged on some basis is judged."""
+    judged = {d.row['record_id'] for d in decided
+              if d.status != NOT_JUDGED_STATUS}
+    judged |= {f.record_id for f in measured if f.record_id and
+               (f.basis == PUBLISHED or f.verdict in (PASS, FAIL))}
+    found, seen = [], set()
+    for d in decided:
+        record = d.row['record_id']
+        if d.status != NOT_JUDGED_STATUS or record in judged or \
+                record in seen:
+            continue
+        seen.add(record)
+        row = d.row
+        scope = _scope(row)
+        nodes = list(row.get('check_job_nodelist') or [])
+        for node in nodes:
+            value = row.get('check_perf_value')
+            found.append(Finding(
+                node=node, partition=_partition(row),
+                check=peers.unpinned(row.get('check_display_name')),
+                verdict=NOT_JUDGED, scope=scope, metric=row_var(row),
+                value=None if value is None else float(value),
+                unit=row.get('check_perf_unit'), reference=d.reference,
+                reason=d.reason, jobid=row.get('check_jobid'),
+                partner=next((n for n in nodes if n != node), None)
+                if scope == 'pair' else None,
+                basis=PEERS, record_id=record))
+    return found
 
 
 def sibling_judgements(rows: list[dict],
@@ -143,15 +220,46 @@ def failing_findings(decided: list[Decided],
     return found
 
 
-def verdict_rows(decided: list[Decided], session_id: str) -> list[dict]:
+def flaky_records(findings: list[Finding]) -> set[str]:
+    """The judged rows whose failure did not repeat when measured again
+    (and that no node still fails on)."""
+    flaky = {f.record_id for f in findings if f.flaky and f.record_id}
+    still = {f.record_id for f in findings if f.record_id and
+             f.verdict == FAIL and not f.set_aside}
+    return flaky - still
+
+
+def verdict_rows(decided: list[Decided], session_id: str,
+                 findings: list[Finding] = ()) -> list[dict]:
     """A verdict row for every failure decided after the run (a pass adds
     nothing the judged row does not say, and 1,000 nodes x 50 metrics
     would double the store); the site baseline's are on the judged rows
     themselves, written by the ReFrame run (checks/common/
-    site_baseline_judging.py)."""
-    return [summary.verdict_row(d.row, session_id, FAIL, d.basis, d.reason,
-                                d.reference)
-            for d in decided if d.fail and d.basis != SITE_BASELINE]
+    site_baseline_judging.py). A failure that passed when measured again
+    (*findings*' flaky ones) is written 'flaky', with its first reason; a
+    row no basis could judge (a not-judged finding) 'not_judged', with
+    why."""
+    flaky = flaky_records(list(findings))
+    not_judged = {f.record_id for f in findings
+                  if f.verdict == NOT_JUDGED and f.record_id}
+    rows = []
+    for d in decided:
+        if d.status == NOT_JUDGED_STATUS and d.row['record_id'] in \
+                not_judged:
+            not_judged.discard(d.row['record_id'])   # one row per row
+            rows.append(summary.verdict_row(d.row, session_id, NOT_JUDGED,
+                                            d.basis, d.reason, d.reference))
+            continue
+        if not d.fail or d.basis == SITE_BASELINE:
+            continue
+        if d.row['record_id'] in flaky:
+            rows.append(summary.verdict_row(
+                d.row, session_id, FLAKY, d.basis,
+                f'{PASSED_AGAIN}; first: {d.reason}', d.reference))
+        else:
+            rows.append(summary.verdict_row(d.row, session_id, FAIL, d.basis,
+                                            d.reason, d.reference))
+    return rows
 
 
 def _unit(f: Finding) -> frozenset:

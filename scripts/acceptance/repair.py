@@ -32,11 +32,13 @@ def suspect_pairs(findings, node_verdicts) -> list[tuple[str, str, tuple]]:
 
 def good_partner(partition: str, node_verdicts, findings, busy: set
                  ) -> str | None:
-    """A good node of the partition that passed a pair check."""
+    """A good node of the partition (or one no basis could judge) that
+    passed a pair check."""
     passed = {f.node for f in findings if f.partition == partition
               and f.scope == 'pair' and f.verdict == verdicts.PASS}
     good = sorted(v.node for v in node_verdicts if v.partition == partition
-                  and v.verdict == verdicts.GOOD and v.node not in busy)
+                  and v.verdict in (verdicts.GOOD, verdicts.NOT_JUDGED)
+                  and v.node not in busy)
     return next((n for n in good if n in passed), good[0] if good else None)
 
 

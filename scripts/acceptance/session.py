@@ -27,6 +27,9 @@ CONFIG = REPO / 'config' / 'config.py'
 DEFAULT_DRAIN_FRACTION = 0.1
 
 EXIT_GOOD, EXIT_FINDINGS, EXIT_BROKEN = 0, 1, 2
+#: Node verdicts that leave the exit status 0: a flaky node passed when
+#: measured again, and a not-judged one has no basis to fail it.
+QUIET_VERDICTS = (verdicts.GOOD, verdicts.FLAKY, verdicts.NOT_JUDGED)
 
 
 class RunBroken(RuntimeError):
@@ -56,8 +59,10 @@ class Options:
     max_power_up: int = powering.DEFAULT_MAX
     peer_rules: peers.Rules = field(default_factory=peers.Rules)
     baselines: baseline.Layer = field(default_factory=baseline.Layer)
-    #: confirmation sessions of what a bad node failed (--confirm)
-    confirm: int = 0
+    #: confirmation sessions of what a bad node failed (--confirm): a
+    #: failure that does not repeat is flaky, and only a confirmed bad node
+    #: is drained or reported
+    confirm: int = 1
     #: a suspect pair runs again, each node with a good partner
     repair_suspects: bool = True
     #: test the nodes clusterproof drained, in a reservation; resume the
@@ -191,17 +196,25 @@ def _drain_reason(verdict: verdicts.NodeVerdict) -> str:
 
 def plan_drains(node_verdicts, max_drain: int | None,
                 slurm_partitions: set[str]) -> tuple[list[dict], list[str]]:
-    """(nodes to drain with their reason, notes)."""
+    """(nodes to drain with their reason, notes). Only a confirmed bad
+    node is drained: one whose failure failed again when measured again
+    (--confirm); never a flaky, not-judged or unconfirmed one."""
     measured = [v for v in node_verdicts
                 if v.partition in slurm_partitions]
-    bad = [v for v in measured if v.verdict == verdicts.BAD]
+    unconfirmed = [v.node for v in measured
+                   if v.verdict == verdicts.BAD and not v.confirmed]
+    notes = [f'not drained, bad but not confirmed (measured once; '
+             f'--confirm N measures again before a drain): '
+             f'{", ".join(unconfirmed)}'] if unconfirmed else []
+    bad = [v for v in measured if v.verdict == verdicts.BAD and v.confirmed]
     limit = max_drain if max_drain is not None else max(
         1, int(len(measured) * DEFAULT_DRAIN_FRACTION))
     if len(bad) > limit:
-        return [], [f'{len(bad)} bad nodes is more than --max-drain {limit}: '
-                    'nothing drained (a wrong reference must not drain the '
-                    'cluster); check the references, or raise --max-drain']
-    return [{'node': v.node, 'reason': _drain_reason(v)} for v in bad], []
+        return [], notes + [
+            f'{len(bad)} bad nodes is more than --max-drain {limit}: '
+            'nothing drained (a wrong reference must not drain the '
+            'cluster); check the references, or raise --max-drain']
+    return [{'node': v.node, 'reason': _drain_reason(v)} for v in bad], notes
 
 
 def apply_drains(drains: list[dict], dry_run: bool, say) -> None:
@@ -332,6 +345,7 @@ def _judge_after_run(results: list[PhaseResult], findings: list,
         judge.sibling_judgements(rows) + \
         judge.baseline_judgements(rows, options.baselines)
     findings += judge.failing_findings(decided, findings)
+    findings += judge.not_judged_findings(decided, findings)
     findings += judge.shared_failures(findings)
     return decided
 
@@ -369,7 +383,8 @@ def _measure_again(results: list[PhaseResult], started: float,
     rows = judge.rows_of_run(jobids, started)
     judge.link_rows(findings, rows)
     decided = judge.baseline_judgements(rows, options.baselines)
-    return findings + judge.failing_findings(decided, findings), decided
+    return findings + judge.failing_findings(decided, findings), decided, \
+        rows
 
 
 def run(options: Options, say=print) -> int:
@@ -379,7 +394,7 @@ def run(options: Options, say=print) -> int:
     broken, findings, nodes, notes, drains = [], [], {}, [], []
     results, rows_file = [], None
     judgements, started, reservation = [], time.time(), None
-    azure_reports = None
+    azure_reports, cost = None, None
     try:
         nodes, phases, notes, mnnvl = _inventory(options, say)
         if options.resume:
@@ -407,10 +422,14 @@ def run(options: Options, say=print) -> int:
                 lambda phase: run_phase(phase, options, workdir, say),
                 lambda again: _measure_again(again, started, options)[0], say)
         if options.confirm and nodes:
+            cost = confirm.Cost()
             judgements += confirm.confirm(
                 options.confirm, findings, judgements, nodes,
                 lambda phase: run_phase(phase, options, workdir, say),
-                lambda again: _measure_again(again, started, options), say)
+                lambda again: _measure_again(again, started, options), say,
+                cost)
+            if cost.sessions:
+                say(cost.line())
         health.name_concurrent_after(
             findings, [case for r in results for case in r.cases])
         if nodes:
@@ -425,12 +444,14 @@ def run(options: Options, say=print) -> int:
         for reason in broken:
             say(f'  {reason}')
     else:
-        code = EXIT_GOOD if all(v.verdict == verdicts.GOOD
+        code = EXIT_GOOD if all(v.verdict in QUIET_VERDICTS
                                 for v in node_verdicts) \
             and not partition_findings else EXIT_FINDINGS
         for line in summary.table_lines(
                 node_verdicts, partition_findings,
                 summary.whole_partition_passes(findings)):
+            say(line)
+        for line in summary.apart_lines(node_verdicts, options.confirm):
             say(line)
         if options.report_to_azure and not options.resume:
             azure_reports = guest_health.report(
@@ -452,7 +473,7 @@ def run(options: Options, say=print) -> int:
         stored = (summary.not_measured_rows(node_verdicts, partition_findings,
                                             session_id)
                   + summary.shared_failure_rows(partition_findings, session_id)
-                  + judge.verdict_rows(judgements, session_id)
+                  + judge.verdict_rows(judgements, session_id, findings)
                   + guest_health.rows(azure_reports, session_id,
                                       summary.ROW_FACILITY))
         rows_file = summary.store_rows(stored, session_id)
@@ -475,6 +496,9 @@ def run(options: Options, say=print) -> int:
         [] if broken else partition_findings, broken, drains, notes,
         [] if broken else findings)
     document['phases'] = [result.as_dict() for result in results]
+    if cost is not None:
+        document['confirmation'] = {'attempts': options.confirm,
+                                    **cost.as_dict()}
     if azure_reports is not None:
         document['azure_reports'] = azure_reports
     document['sync'] = ship_results(say)

@@ -9,8 +9,9 @@ from pathlib import Path
 from config.results.rows import builder, schema as row_schema
 from config.results.store import files as store
 
-from .findings import (FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
-                       POWERED_DOWN, WHOLE_PARTITION, Finding)
+from .findings import (BAD, FAIL, FLAKY, GOOD, NODE_VERDICTS, NOT_JUDGED,
+                       NOT_MEASURED, PASS, PASSED_AGAIN, POWERED_DOWN,
+                       WHOLE_PARTITION, Finding)
 from .verdicts import NodeVerdict
 
 COLUMNS = ('node', 'check', 'metric', 'value', 'reference', 'verdict',
@@ -93,12 +94,14 @@ def table_lines(verdicts: list[NodeVerdict],
         for f in verdict.worst_findings():
             unit = f' {f.unit}' if f.unit else ''
             partner = f'(with {f.partner}) ' if f.partner else ''
+            again = f'{PASSED_AGAIN}; first: ' if f.flaky else ''
             rows.append((verdict.node, f.check, f.metric or '-',
                          _number(f.value) + unit,
                          _number(f.reference) + (unit if f.reference
                                                   is not None else ''),
                          verdict.verdict,
-                         (partner + basis_prefix(f) + f.reason).strip()))
+                         (again + partner + basis_prefix(f)
+                          + f.reason).strip()))
     for f in partition_findings:
         rows.append((f'{f.partition} (whole)', f.check, f.metric or '-',
                      _number(f.value), _number(f.reference), f.verdict,
@@ -118,9 +121,58 @@ def table_lines(verdicts: list[NodeVerdict],
     return lines
 
 
+def _what(f: Finding) -> str:
+    """'sb-n3 StreamCheck triad_bw' (with its partner for a pair)."""
+    partner = f' (with {f.partner})' if f.partner else ''
+    return ' '.join(filter(None, (f.node, f.check, f.metric))) + partner
+
+
+def apart(verdicts: list[NodeVerdict]) -> dict[str, list[Finding]]:
+    """The findings that explain a verdict, apart by how sure it is:
+    confirmed (failed again when measured again alone), unconfirmed
+    (measured once), flaky (did not repeat) and not judged."""
+    found = {'confirmed': [], 'unconfirmed': [], FLAKY: [], NOT_JUDGED: []}
+    for v in verdicts:
+        if v.verdict == BAD:
+            for f in v.worst_findings():
+                found['confirmed' if f.confirmed else 'unconfirmed'].append(f)
+        elif v.verdict in (FLAKY, NOT_JUDGED):
+            found[v.verdict] += v.worst_findings()
+    return found
+
+
+APART_WORDS = {
+    'confirmed': 'confirmed (failed again when measured again alone)',
+    'unconfirmed': 'not confirmed (measured once: not drained or reported)',
+    FLAKY: 'flaky (failed once, passed when measured again: never drained '
+           'or reported)',
+    NOT_JUDGED: 'not judged (no reference, and peers could not say)'}
+
+
+def apart_lines(verdicts: list[NodeVerdict], confirm: int = 1) -> list[str]:
+    """After the table: the bad nodes' findings confirmed and not, the
+    flaky and the not-judged ones, each kind on its own lines."""
+    lines = []
+    for kind, found in apart(verdicts).items():
+        if not found:
+            continue
+        words = APART_WORDS[kind]
+        if kind == 'unconfirmed' and not confirm:
+            words = words.replace('measured once', 'measured once, --confirm 0')
+        lines.append(f'{words}: {len(found)} finding(s)')
+        for f in found:
+            reason = f'{PASSED_AGAIN}; first: ' if f.flaky else ''
+            reason += basis_prefix(f) + f.reason
+            lines.append(f'  {_what(f)}: {_one_line(reason, 120)}')
+    return lines
+
+
 def basis_prefix(f: Finding) -> str:
     """'peers: ' or 'site baseline: ' before a reason (a published
-    reference's reason says 'bound' and 'reference' itself)."""
+    reference's reason says 'bound' and 'reference' itself; a not-judged
+    finding says which basis could not judge it)."""
+    if f.verdict == NOT_JUDGED:
+        return ''
     return BASIS_PREFIX.get(f.basis, '')
 
 
@@ -146,6 +198,9 @@ def summary_document(session_id: str, exit_code: int, verdicts, partitions,
                    'findings': [f.as_dict() for f in v.findings]}
                   for v in verdicts],
         'partition_findings': [f.as_dict() for f in partitions],
+        # the findings behind bad, flaky and not-judged nodes, apart
+        'apart': {kind: [f.as_dict() for f in found]
+                  for kind, found in apart(list(verdicts)).items()},
         'partition_passes': whole_partition_passes(list(findings)),
         'drain': drains,
     }
@@ -221,8 +276,10 @@ def verdict_row(judged: dict, session_id: str, verdict: str, basis: str,
         'judged_record_id': judged['record_id'],
         'verdict_basis': basis,
         'check_perf_result': verdict,
-        'check_result': verdict,
-        'check_fail_reason': reason if verdict == FAIL else None,
+        # a flaky failure passed when measured again; not judged is
+        # neither
+        'check_result': {FAIL: FAIL, FLAKY: PASS}.get(verdict),
+        'check_fail_reason': reason if verdict != PASS else None,
         'check_perf_ref': reference,
     })
 

@@ -15,9 +15,9 @@ from checks.common import measurements, site_baseline
 from config.results.rows import judge
 
 from . import health
-from .findings import (BAD, FAIL, GOOD, NODE_VERDICTS, NOT_MEASURED, PASS,
-                       POWERED_DOWN, POWERED_DOWN_REASON, PUBLISHED, SUSPECT,
-                       WHOLE_PARTITION, Finding)
+from .findings import (BAD, FAIL, FLAKY, GOOD, NODE_VERDICTS, NOT_JUDGED,
+                       NOT_MEASURED, PASS, POWERED_DOWN, POWERED_DOWN_REASON,
+                       PUBLISHED, SUSPECT, WHOLE_PARTITION, Finding)
 from .plan import scope_of
 from .slurm import is_powered_down, is_usable
 
@@ -39,12 +39,22 @@ class NodeVerdict:
     findings: list[Finding] = field(default_factory=list)
 
     def worst_findings(self) -> list[Finding]:
-        """What made the verdict: failures (bad/suspect) or gaps."""
+        """What made the verdict: failures (bad/suspect), failures that
+        did not repeat (flaky), or gaps."""
+        if self.verdict == FLAKY:
+            return [f for f in self.findings if f.flaky]
         wanted = {BAD: FAIL, SUSPECT: FAIL, NOT_MEASURED: NOT_MEASURED,
-                  POWERED_DOWN: POWERED_DOWN}
+                  POWERED_DOWN: POWERED_DOWN, NOT_JUDGED: NOT_JUDGED}
         verdict = wanted.get(self.verdict)
         return [f for f in self.findings if f.verdict == verdict
                 and not f.blamed_on_partner and not f.set_aside]
+
+    @property
+    def confirmed(self) -> bool:
+        """Bad, and a failure of its own failed again every time it was
+        measured again (--confirm): only such a node is drained."""
+        return self.verdict == BAD and any(
+            f.confirmed for f in self.worst_findings())
 
 
 def skip_reasons(reframe_output: str) -> dict[str, str]:
@@ -306,6 +316,10 @@ def _verdict(key, found, pair_bad, pair_suspect) -> str:
         return BAD
     if key in pair_suspect:
         return SUSPECT
+    if any(f.flaky for f in found):
+        return FLAKY
+    if any(f.verdict == NOT_JUDGED for f in found):
+        return NOT_JUDGED
     if any(f.verdict == NOT_MEASURED for f in found):
         return NOT_MEASURED
     if any(f.verdict == POWERED_DOWN for f in found):

@@ -23,7 +23,10 @@ def add_parser(subparsers):
                     'the check, the value and the reference, writes '
                     '$CLUSTERPROOF_HOME/acceptance/<session>/summary.json, '
                     'stores not-measured findings as rows, and runs `sync` '
-                    'when Azure is configured. Exit 0: every node good; 1: '
+                    'when Azure is configured. A node flagged on any basis '
+                    'is measured again alone first (--confirm 1): bad only '
+                    'when it fails again, else flaky. Exit 0: every node '
+                    'good, flaky or not judged; 1: '
                     'some node bad, suspect or not measured; 2: the run '
                     'itself broke (scheduler down, configuration error) or '
                     'bad usage. Arguments after `--` go to ReFrame as they '
@@ -46,13 +49,23 @@ def add_parser(subparsers):
                         metavar='PATH', help='check files or directories '
                         f'(default: {session.REPO / "checks"})')
     parser.add_argument('--retry-failed', type=int, default=0, metavar='N',
-                        help='re-measure a failing check up to N times '
-                             'before judging its node')
-    parser.add_argument('--confirm', type=int, default=0, metavar='N',
+                        help='re-run a failing test case up to N times inside '
+                             'the session (ReFrame --max-retries), before '
+                             'any verdict: a whole batch job again, beside '
+                             'the same nodes, and blind to peer failures. '
+                             'Beside --confirm it only makes a failure '
+                             'survive more runs first; it never makes a '
+                             'node flaky, and never confirms one')
+    parser.add_argument('--confirm', type=int, default=1, metavar='N',
                         help='run the checks a bad node failed (on any '
-                             'basis: published, site baseline, peers) again '
-                             'in a pinned session, up to N times: the node '
-                             'is bad only if it fails every attempt')
+                             'basis: published, site baseline, peers) again, '
+                             'one job per node (alone, not beside the batch), '
+                             'up to N times (default 1): the node is bad only '
+                             'if it fails every attempt; a failure that does '
+                             'not repeat is flaky (shown, never drained or '
+                             'reported). The node-time it costs is printed. '
+                             '0: no re-measurement, and then --drain and '
+                             '--report-to-azure act on no node')
     parser.add_argument('--no-repair', action='store_true',
                         help='do not re-run a suspect pair (a pair check '
                              'failed with one partner only) with a good '
@@ -65,8 +78,11 @@ def add_parser(subparsers):
                              'with an updated reason; other drains (admins, '
                              'the CycleCloud health agent) are never touched')
     parser.add_argument('--drain', action='store_true',
-                        help='put bad nodes in Slurm DRAIN with a reason '
-                             'naming the check, value and reference')
+                        help='put confirmed bad nodes (failed again when '
+                             'measured again: --confirm) in Slurm DRAIN with '
+                             'a reason naming the check, value and '
+                             'reference; never a flaky, not-judged or '
+                             'unconfirmed node')
     parser.add_argument('--dry-run', action='store_true',
                         help='with --drain: print the scontrol commands '
                              'instead of running them; with '

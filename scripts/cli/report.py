@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from scripts.cli.query import add_selection_arguments, filters_of, workspace_of
+from config.results.store import files as store
 from scripts.query.result import QueryFailed
 from scripts.query.runner import Runner
 from scripts.report import model, page
@@ -15,6 +16,10 @@ def add_parser(subparsers):
     parser = subparsers.add_parser(
         'report', help='write a self-contained HTML report',
         description='Write one HTML file (no network needed to open it): per '
+                    'partition acceptance\'s verdicts first, a grid of nodes '
+                    'and checks coloured by verdict (from the acceptance '
+                    'summaries in $CLUSTERPROOF_HOME, else the latest verdict '
+                    'rows), each bad cell linked to its evidence; per '
                     'cluster and VM SKU a trend chart of each metric with its '
                     'reference band and failed days marked; bad nodes and '
                     'regressions first; the latest verdict per check and '
@@ -29,7 +34,7 @@ def add_parser(subparsers):
 def run(args) -> int:
     runner = Runner(workspace_of(args), filters_of(args))
     try:
-        report = model.gather(runner)
+        report = model.gather(runner, store.home())
     except QueryFailed as err:
         print(f'clusterproof report: {runner.where}: {err}', file=sys.stderr)
         return 1
@@ -41,7 +46,9 @@ def run(args) -> int:
         print(f'clusterproof report: cannot write {args.out}: '
               f'{err.strerror}', file=sys.stderr)
         return 1
-    print(f'wrote {args.out}: {len(report.series)} trend chart(s), '
+    nodes = sum(len(grid.nodes) for grid in report.grids)
+    print(f'wrote {args.out}: acceptance verdicts of {nodes} node(s), '
+          f'{len(report.series)} trend chart(s), '
           f'{len(report.bad_nodes)} bad node finding(s), '
           f'{len(report.regressions)} regression(s), from {runner.where}')
     return 0

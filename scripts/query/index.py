@@ -247,12 +247,11 @@ def _older(table: str, among: str = f'WHERE "{FILE_COLUMN}" IN (SELECT '
            'unnest(?))') -> str:
     """SQL of the rowids of the copies of *table*'s records (those of its
     rows *among*) that are not the latest."""
-    return (f'SELECT copy FROM (SELECT rowid AS copy, row_number() OVER ('
-            f'PARTITION BY record_id ORDER BY coalesce("TimeGenerated", '
-            f'{_OLDEST}) DESC, rowid) AS place FROM {table} WHERE record_id '
-            f'IN (SELECT record_id FROM {table} WHERE record_id IN (SELECT '
-            f'record_id FROM {table} {among}) GROUP BY record_id HAVING '
-            'count(*) > 1)) WHERE place > 1')
+    return (f'SELECT rowid AS copy FROM {table} WHERE record_id IN (SELECT '
+            f'record_id FROM {table} WHERE record_id IN (SELECT record_id '
+            f'FROM {table} {among}) GROUP BY record_id HAVING count(*) > 1) '
+            'QUALIFY row_number() OVER (PARTITION BY record_id ORDER BY '
+            f'coalesce("TimeGenerated", {_OLDEST}) DESC, rowid) > 1')
 
 
 def combined(con, live: str | None, attached: bool, selected: str) -> str:

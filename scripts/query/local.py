@@ -80,7 +80,7 @@ def connect(results_dir: Path | None = None,
     with _engine_errors():
         opened = index.open_index(
             con, results_dir, columns, lambda other: configure(other, folder),
-            memory_bytes(memory_limit()) // 8)
+            memory_bytes(memory_limit(), con) // 8)
         live = _read_live(con, opened.live, columns)
         names = ', '.join(f'"{c["name"]}"' for c in columns)
         rows = index.combined(con, _LIVE if opened.live else None,
@@ -108,7 +108,7 @@ def _read_live(con, files: list[index.Stored],
     con.execute('SET preserve_insertion_order = false')
     try:
         for number, batch in enumerate(batching.runs_under(
-                files, memory_bytes(memory_limit()), lambda f: f.size)):
+                files, memory_bytes(memory_limit(), con), lambda f: f.size)):
             if number:
                 con.execute(f'CHECKPOINT {_LIVE_DB}')
             paths = [f.path for f in batch]
@@ -258,12 +258,17 @@ def _engine_errors():
         kql = sys.modules.get('duckdb_kql')      # raised only once imported
         if kql is None or not isinstance(err, kql.KqlError):
             raise
-        if isinstance(err, kql.KqlUnsupportedError):
-            raise QueryFailed(
-                f'the local engine (duckdb-kql) cannot run '
-                f'{unsupported(err)}. Rewrite that part, or run it in Log '
-                'Analytics (--workspace).') from None
-        raise QueryFailed(str(err)) from None
+        if not isinstance(err, kql.KqlUnsupportedError):
+            raise QueryFailed(str(err)) from None
+        # the construct in the query's own terms (duckdb-kql's hint names
+        # its own source files: not the reader's business)
+        kind, _, name = str(err.construct).rpartition(':')
+        what = f'the {kind} {name}' if kind else repr(name)
+        where = f' (at {err.span})' if err.span else ''
+        raise QueryFailed(
+            f'the local engine (duckdb-kql) cannot run {what}{where}. '
+            'Rewrite that part, or run it in Log Analytics (--workspace).'
+        ) from None
 
 
 def _more(limit: str) -> str:
@@ -271,10 +276,3 @@ def _more(limit: str) -> str:
     have = memory_bytes(limit)
     return f'{max(2 * have, memory_bytes(DEFAULT_MEMORY)) // 1000 ** 2}MB'
 
-
-def unsupported(err) -> str:
-    """The construct and where it is, in the query's own terms (duckdb-kql's
-    hint names its own source files: not the reader's business)."""
-    kind, _, name = str(err.construct).rpartition(':')
-    what = f'the {kind} {name}' if kind else repr(name)
-    return f'{what} (at {err.span})' if err.span else what

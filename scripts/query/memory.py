@@ -2,6 +2,7 @@
 and where it spills beyond it."""
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -36,15 +37,19 @@ def configure(con, folder: Path) -> None:
         pass                         # nothing can spill: said if needed
     con.execute(f"SET temp_directory = {sql_string(str(folder / 'spill'))}")
     cores = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
-    con.execute(f'SET threads = {threads_for(memory_bytes(limit), cores)}')
+    threads = threads_for(memory_bytes(limit, con), cores)
+    con.execute(f'SET threads = {threads}')
 
 
-def memory_bytes(limit: str) -> int:
+def memory_bytes(limit: str, con=None) -> int:
     """The bytes of a size such as 640MB, 4G or 1GiB (MB is 1000^2 bytes,
-    MiB 2^20) by DuckDB's parse_formatted_bytes; what the setting takes but
-    it does not (a percentage, none) says what to give."""
+    MiB 2^20) by DuckDB's parse_formatted_bytes, asked on *con* (a DuckDB
+    of its own costs ~20 ms of CPU; duckdb's default one, never closed,
+    added 35-60 MB to a cold query's peak); what the setting takes but it
+    does not (a percentage, none) says what to give."""
     try:
-        return duckdb.execute('SELECT parse_formatted_bytes(?)',
+        with contextlib.nullcontext(con) if con else duckdb.connect() as on:
+            return on.execute('SELECT parse_formatted_bytes(?)',
                               [limit]).fetchall()[0][0]
     except duckdb.Error:
         raise QueryFailed(
@@ -54,9 +59,8 @@ def memory_bytes(limit: str) -> int:
 
 
 def threads_for(limit: int, cores: int) -> int:
-    """Threads for a memory limit of *limit* bytes: one per THREAD_MEMORY
-    (two at the 640MB default), at least one, at most *cores*. Each thread
-    holds hash tables and sort runs of its own. DuckDB's guide: "Aim for
-    1-4 GB memory per thread", 125 MB at the least
-    (https://duckdb.org/docs/2.0/guides/performance/environment)."""
+    """One thread per THREAD_MEMORY of *limit* bytes (two at 640MB), at
+    least one, at most *cores*: each holds hash tables and sort runs of its
+    own. DuckDB's guide: "Aim for 1-4 GB memory per thread", 125 MB at the
+    least (https://duckdb.org/docs/2.0/guides/performance/environment)."""
     return max(1, min(cores, limit // THREAD_MEMORY))

@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections import defaultdict
+from pathlib import Path
 
 from checks.health.assessment import NOT_AVAILABLE_METRIC, SUMMARY_METRIC
 from scripts.query import library
 from scripts.query.runner import Runner
+from scripts.report import verdicts
 
 # Health rows that summarise a device or say what was not available: no
 # trend to draw (bad nodes show their findings; the counters keep theirs).
@@ -51,6 +53,8 @@ class Report:
     bad_nodes: list[dict]
     regressions: list[dict]
     runs: list[dict]
+    #: acceptance's verdicts, nodes x checks, one grid per partition
+    grids: list = dataclasses.field(default_factory=list)
 
     def groups(self) -> dict[tuple[str, str], list[Series]]:
         """Series by (cluster, VM SKU), in a stable order."""
@@ -84,11 +88,14 @@ BASIS_WORDS = {'published': 'published reference',
                'site_baseline': 'site baseline', 'peers': 'peers'}
 
 
-def _bad_nodes(latest: list[dict], outliers: list[dict]) -> list[dict]:
+def _bad_nodes(latest: list[dict], outliers: list[dict],
+               judged: set[str] = frozenset()) -> list[dict]:
     """A node is bad when its latest verdict of a test is a failure, or it
     is an outlier among its peers in a run (*outliers* holds outliers
-    only). Each finding of a node is shown once, its latest run, with how
-    many earlier runs found the same: the table follows the nodes and
+    only) that acceptance did not judge itself (*judged*: the record_ids
+    of the rows its summaries judged; a flag acceptance found flaky is
+    not bad). Each finding of a node is shown once, its latest run, with
+    how many earlier runs found the same: the table follows the nodes and
     checks, not the history."""
     found = [{'cluster': r['cluster'], 'partition': r['check_partition'],
               'node': r['node'], 'why': f"{r['check_name']} failed"
@@ -96,24 +103,29 @@ def _bad_nodes(latest: list[dict], outliers: list[dict]) -> list[dict]:
                  if r.get('verdict_basis') else ''),
               'detail': r['check_fail_reason'] or '', 'when': r['completed']}
              for r in latest if r['check_result'] == 'fail'
-             and r['node'] != NO_NODE]
+             and r['node'] != NO_NODE
+             # a tool missing on the node: not measured, as acceptance says
+             and not verdicts.tool_missing(r['check_fail_reason'])]
     # an acceptance run already judged its peers: its verdict says it
-    judged = {(r['cluster'], r['check_partition'], r['node'],
+    judged_nodes = {(r['cluster'], r['check_partition'], r['node'],
                r['check_name'].split('_')[0]) for r in latest
               if r['check_result'] == 'fail'
               and r.get('verdict_basis') == 'peers'}
     for r in outliers:
         if not r['outlier'] or (r['cluster'], r['check_partition'],
-                                r['node'], r['test']) in judged:
+                                r['node'], r['test']) in judged_nodes \
+                or r.get('record_id') in judged:
             continue
         device = f" {r['device']}" if r['device'] else ''
+        how = ('implausible value' if verdicts.implausible(
+            r['value'], r['peer_median']) else f"{r['worse_pct']:g}% worse")
         found.append({
             'cluster': r['cluster'], 'partition': r['check_partition'],
             'node': r['node'],
             'why': f"{r['test']} {r['check_perf_var']}{device}: outlier",
             'detail': f"{r['value']:g} {r['check_perf_unit']} against a peer "
                       f"median of {r['peer_median']:g} "
-                      f"{r['check_perf_unit']} ({r['worse_pct']:g}% worse, "
+                      f"{r['check_perf_unit']} ({how}, "
                       f"{r['peers']} peers, robust z {r['robust_z']})",
             'when': r['completed']})
     latest_of = {}
@@ -156,7 +168,10 @@ def _with_changes(rows: list[dict], changes: list[dict], nodes_of) -> list:
         changes, row.get('cluster'), nodes_of(row))} for row in rows]
 
 
-def gather(runner: Runner) -> Report:
+def gather(runner: Runner, home: Path | None = None) -> Report:
+    """Everything the page shows; acceptance's verdict grid from the
+    acceptance summaries under *home* where there are any, else from the
+    latest verdict rows."""
     outliers = library.outliers_only()
     queries = ('latest_by_node', 'trends', outliers, 'regressions',
                'run_summary', 'what_changed')
@@ -167,13 +182,18 @@ def gather(runner: Runner) -> Report:
     latest.sort(key=lambda r: (r['check_result'] != 'fail',
                                r['cluster'] or '', r['node'] or '',
                                r['check_name'] or ''))
+    summaries = verdicts.read_summaries(home) if home else []
+    grids = verdicts.grids_of_summaries(summaries) if summaries else \
+        verdicts.grids_of_rows(latest)
     return Report(
+        grids=grids,
         source=runner.where,
         generated=dt.datetime.now(dt.timezone.utc),
         series=_series(runner.run('trends').records()),
         latest_by_node=latest,
         bad_nodes=_with_changes(
-            _bad_nodes(latest, runner.run(outliers).records()),
+            _bad_nodes(latest, runner.run(outliers).records(),
+                       verdicts.judged_records(summaries)),
             changes, lambda row: [row['node']]),
         regressions=_with_changes(
             runner.run('regressions').records(), changes,

@@ -5,7 +5,9 @@ from __future__ import annotations
 from html import escape
 
 from scripts.query.output import human
+from scripts.report import verdicts
 from scripts.report.model import Report, Series
+from scripts.report.verdicts import Grid
 from scripts.report.svg import trend_chart
 
 CSS = """
@@ -22,6 +24,11 @@ svg .plot{fill:#fafafa;stroke:#ccc}svg .reference-band{fill:#d9f2d9}
 svg .reference{stroke:#2e7d32;stroke-dasharray:4 3}svg .median{fill:none;stroke:#1f5fa8;stroke-width:2}
 svg .range{stroke:#8fb3de;stroke-width:3}svg .day{fill:#1f5fa8}
 svg .failed-day{fill:#d32f2f;stroke:#fff;stroke-width:1.5}svg .axis{font-size:11px;fill:#444}
+table.grid td.cell{text-align:center;min-width:64px}table.grid a{color:inherit}
+.v-bad{background:#d32f2f;color:#fff;font-weight:600}.v-suspect{background:#f57c00;color:#fff}
+.v-flaky{background:#fbc02d}.v-not_judged{background:#b0bec5}.v-not_measured{background:#e0e0e0}
+.v-powered_down{background:#eceff1;color:#555}.v-good{background:#c8e6c9}
+.legend span{display:inline-block;padding:1px 8px;margin-right:6px;border:1px solid #ccc}
 """
 
 
@@ -87,6 +94,65 @@ def _figure(series: Series) -> str:
             f'<figcaption>{_caption(series)}</figcaption></figure>')
 
 
+def _grid(grid: Grid) -> str:
+    """Nodes x checks, coloured by acceptance's verdict; every cell that is
+    not good links to its evidence."""
+    data = escape(grid.partition)
+    head = ''.join(f'<th>{escape(check)}</th>' for check in grid.checks)
+    body = []
+    for node, verdict in grid.nodes.items():
+        cells = [f'<th class="node v-{escape(verdict)}" '
+                 f'data-verdict="{escape(verdict)}">{escape(node)}<br>'
+                 f'{escape(verdicts.words(verdict))}</th>']
+        for check in grid.checks:
+            cell = grid.cells.get((node, check))
+            if cell is None:
+                cells.append('<td class="cell none">-</td>')
+                continue
+            text = escape(verdicts.words(cell))
+            evidence = grid.evidence.get((node, check))
+            if evidence is not None:
+                text = f'<a href="#{escape(evidence.anchor)}">{text}</a>'
+            cells.append(f'<td class="cell v-{escape(cell)}" '
+                         f'data-verdict="{escape(cell)}" '
+                         f'data-check="{escape(check)}">{text}</td>')
+        body.append(f'<tr data-node="{escape(node)}">{"".join(cells)}</tr>')
+    counts = ', '.join(f'{n} {verdicts.words(v)}'
+                       for v, n in grid.counts().items())
+    run = (f'acceptance session {escape(grid.session)}, '
+           if grid.session else '')
+    return (f'<section class="verdicts" data-partition="{data}">'
+            f'<h3>{data}</h3><p class="meta">{len(grid.nodes)} node(s): '
+            f'{escape(counts)}. From {run}{escape(grid.source)}, '
+            f'{escape(grid.finished)}.</p>'
+            f'<table class="grid" id="grid-{escape(verdicts.anchor(grid.partition, "", ""))}">'
+            f'<thead><tr><th>node</th>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></section>')
+
+
+LEGEND = ''.join(f'<span class="v-{v}">{verdicts.words(v)}</span>'
+                 for v in verdicts.VERDICTS)
+
+
+def _evidence(grids: list[Grid]) -> str:
+    rows = []
+    for grid in grids:
+        for (node, check), found in grid.evidence.items():
+            lines = '<br>'.join(escape(line) for line in found.lines) or '-'
+            rows.append(f'<tr id="{escape(found.anchor)}" '
+                        f'data-verdict="{escape(found.verdict)}">'
+                        f'<td>{escape(grid.partition)}</td>'
+                        f'<td>{escape(node)}</td><td>{escape(check)}</td>'
+                        f'<td class="v-{escape(found.verdict)}">'
+                        f'{escape(verdicts.words(found.verdict))}</td>'
+                        f'<td>{lines}</td></tr>')
+    if not rows:
+        return '<p class="none" id="evidence">Nothing but good cells.</p>'
+    return ('<table id="evidence"><thead><tr><th>partition</th><th>node</th>'
+            '<th>check</th><th>verdict</th><th>evidence</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
+
+
 def render(report: Report) -> str:
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
            '<title>clusterproof report</title>',
@@ -95,6 +161,15 @@ def render(report: Report) -> str:
            f'<p class="meta">From {escape(report.source)}, generated '
            f'{report.generated:%Y-%m-%d %H:%M} UTC. Each number carries its '
            'unit; references and peaks name their source.</p>']
+    out.append('<h2 id="verdicts">Acceptance verdicts</h2>')
+    if report.grids:
+        out.append(f'<p class="legend">{LEGEND}</p>')
+        out.extend(_grid(grid) for grid in report.grids)
+    else:
+        out.append('<p class="none" id="no-verdicts">No node judged yet: '
+                   'run <code>clusterproof acceptance</code>.</p>')
+    out.append('<h2 id="evidence-of-verdicts">Evidence</h2>')
+    out.append(_evidence(report.grids))
     out.append('<h2 id="bad">Bad nodes</h2>')
     out.append(_table('bad-nodes', [
         ('cluster', 'cluster'), ('partition', 'partition'), ('node', 'node'),

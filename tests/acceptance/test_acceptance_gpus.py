@@ -43,8 +43,11 @@ def test_one_slow_gpu_of_one_node_is_named_and_no_other(sandbox_env):
     assert {r['gpu_index'] for r in mine} == set(range(8))
     slow = [r for r in mine if r['check_job_nodelist'] == ['sb-n4']
             and r['device'] == 'gpu3' and r['check_perf_var'] == 'h2d_bw']
-    # line 25 of the recording: 55.30 GB/s, halved
-    assert [r['check_perf_value'] for r in slow] == [27.65]
+    # line 25 of the recording: 55.30 GB/s, halved; measured again alone
+    # (--confirm 1, the default), it is as slow: confirmed
+    assert [r['check_perf_value'] for r in slow] == [27.65, 27.65]
+    assert {(f['node'], f['metric']) for f in summary['apart']['confirmed']} \
+        == {('sb-n4', 'h2d_bw_gpu3'), ('sb-n4', 'd2h_bw_gpu3')}
     # peaks.yaml's ND H100 v5 NVLink figure, per direction, on P2P rows
     assert {(r['check_perf_peak'], r['peak_source'].split(' (')[0])
             for r in mine if r['check_perf_var'] == 'p2p_read_bw'} == {

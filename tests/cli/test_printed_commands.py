@@ -325,8 +325,9 @@ def test_the_sandbox_acceptance_example_judges_every_node(slurm_sandbox,
                           ACCEPTANCE_BOUND_S)
     out = result.stdout
     assert result.returncode in (0, 1), out[-3000:] + result.stderr[-3000:]
-    assert re.search(r'^5 node\(s\): \d+ bad, 0 suspect, 0 not measured, 0 '
-                     r'powered down, \d+ good; ', out, re.M), out[-3000:]
+    assert re.search(r'^5 node\(s\): \d+ bad, 0 suspect, \d+ flaky, \d+ not '
+                     r'judged, 0 not measured, 0 powered down, \d+ good; ',
+                     out, re.M), out[-3000:]
     summary = json.loads(open(re.search(r'^summary: (\S+)$', out,
                                         re.M).group(1)).read())
     verdicts = {node['node']: (node['partition'], node['verdict'])
