@@ -75,12 +75,12 @@ def test_acceptance_names_the_broken_gpus_and_no_other(sandbox_env):
                    'on GPU 2',
                    {'index': 2, 'bus_id': '00000003:00:00.0',
                     'serial': '1651323018202'})]}, out
-    # sb-n3's count of GPUs is also below its peers' (7 of 8)
-    [count] = [f for n in summary['nodes'] if n['node'] == 'sb-n3'
-               for f in n['findings'] if f['verdict'] == 'fail'
-               and not f['kind']]
-    assert (count['metric'], count['value'], count['basis']) == \
-        ('gpus_found', 7, 'peers')
+    # sb-n3's count of GPUs (7 of 8) is recorded, not judged by its peers:
+    # the inventory's finding above names the missing GPU, and peers judge
+    # primary metrics only (scripts/judging/metrics.py)
+    assert not [f for n in summary['nodes'] if n['node'] == 'sb-n3'
+                for f in n['findings'] if f['verdict'] == 'fail'
+                and not f['kind']], out
     # the table printed names them, and no other GPU
     assert set(re.findall(r'GPU (\d+) \(bus', out)) == {'5', '2'}, out
     assert 'GPU 5 (bus 0000000A:00:00.0, serial 1651323018205) NVLink 3 ' \

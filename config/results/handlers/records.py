@@ -42,8 +42,7 @@ def _rows_by_var(record, session_id: str) -> dict[str, dict]:
     """
     attrs = record.__dict__
     check = attrs.get('__rfm_check__')
-    lists = getattr(check, 'measurements', None)
-    if lists is None:
+    if check is None:
         cached = attrs.get(ROW_ATTR)
         if cached is None:
             cached = builder.row(attrs, _logged_measurement(attrs),
@@ -56,10 +55,30 @@ def _rows_by_var(record, session_id: str) -> dict[str, dict]:
         # all at the first record; a test that evaluated no value (a dry
         # run, a failed sanity) lists each record's own variable
         fresh = {name: measured for name, measured
-                 in lists(attrs).items() if name not in made}
+                 in _listed(check, attrs).items() if name not in made}
         made.update(zip(fresh, builder.rows(attrs, fresh.values(),
                                             session_id)))
     return made
+
+
+def _listed(check, attrs: dict) -> dict:
+    """Perf variable -> measurement: what the test lists, else (a ReFrame
+    test that is no clusterproof check) ReFrame's own perf values, else the
+    record's own variable."""
+    lists = getattr(check, 'measurements', None)
+    if lists is not None:
+        return lists(attrs)
+    partition = getattr(check, 'current_partition', None)
+    test = {'params': {name: getattr(check, name, None)
+                       for name in type(check).param_space.params},
+            'vm_sku': partition.extras.get('vm_sku') if partition else None}
+    values = getattr(check, 'perfvalues', None) or {}
+    if not values or attrs.get('check_perf_var') is None:
+        return {attrs.get('check_perf_var'): {**_logged_measurement(attrs),
+                                              **test}}
+    return {var.split(':')[-1]: {'metric': var.split(':')[-1], **test,
+                                 **dict(zip(PERF_COLUMNS, info))}
+            for var, info in values.items()}
 
 
 def row_from_log_record(record, session_id: str) -> dict:
