@@ -96,6 +96,14 @@ def _classes(targets: dict[str, list]) -> list[str]:
                    for found in targets.values() for f in found})
 
 
+def _nodes_by_classes(targets: dict[str, list]) -> list[tuple]:
+    """[(classes, nodes)]: the nodes that failed the same checks."""
+    groups = {}
+    for node, found in sorted(targets.items()):
+        groups.setdefault(tuple(_classes({node: found})), []).append(node)
+    return sorted(groups.items())
+
+
 def _pair_phase(partition: str, targets: dict[str, list], judged,
                 findings: list, attempt: int, say) -> plan.Phase | None:
     """Each bad node with a good partner it has not failed with, for its
@@ -180,12 +188,18 @@ def confirm(attempts: int, findings: list, decided: list, nodes: dict,
         results = []
         for partition, targets in sorted(wanted.items()):
             system, _, name = partition.partition(':')
-            classes = _classes(targets)
-            say(f'confirming {len(targets)} node(s) of {partition} '
-                f'(attempt {attempt} of {attempts}): {", ".join(classes)}')
-            results.append(run_phase(plan.Phase(
-                system, name, 'node', [(n,) for n in sorted(targets)],
-                names=tuple(classes), tag=f'confirm-{attempt}', rerun=True)))
+            # each node runs again only the checks it failed: one session
+            # per set of checks
+            groups = _nodes_by_classes(targets)
+            for number, (classes, group) in enumerate(groups, 1):
+                tag = f'confirm-{attempt}' + (
+                    f'-{number}' if len(groups) > 1 else '')
+                say(f'confirming {len(group)} node(s) of {partition} '
+                    f'(attempt {attempt} of {attempts}): '
+                    f'{", ".join(classes)} on {", ".join(group)}')
+                results.append(run_phase(plan.Phase(
+                    system, name, 'node', [(n,) for n in group],
+                    names=classes, tag=tag, rerun=True)))
         for partition, targets in sorted(pairs.items()):
             phase = _pair_phase(partition, targets, judged, findings,
                                 attempt, say)

@@ -200,3 +200,27 @@ def test_too_few_peers_and_no_reference_is_not_judged():
     decided = judge.peer_judgements(rows, peers.Rules(peers.Rule(
         min_peers=5)))
     assert judge.not_judged_findings(decided, published) == []
+
+
+def test_each_flagged_node_runs_again_only_the_checks_it_failed():
+    def failed(node, check):
+        return Finding(node=node, partition=PARTITION, check=check,
+                       verdict=FAIL, kind='rule', reason='health: x')
+    findings = [failed('sb-n2', 'GpuNvlink'), failed('sb-n3', 'GpuInventory'),
+                failed('sb-n4', 'GpuNvlink'), failed('sb-n5', 'GpuDiag'),
+                failed('sb-n5', 'GpuNvlink')]
+    nodes = {PARTITION: {n: 'idle' for n in NODES}}
+    phases, said = [], []
+
+    def run_phase(phase):
+        phases.append(phase)
+        return phase
+
+    confirm.confirm(1, findings, [], nodes, run_phase,
+                    lambda results: ([], [], []), said.append)
+    assert [(p.pins, p.names, p.tag) for p in phases] == [
+        ([('sb-n5',)], ('GpuDiag', 'GpuNvlink'), 'confirm-1-1'),
+        ([('sb-n3',)], ('GpuInventory',), 'confirm-1-2'),
+        ([('sb-n2',), ('sb-n4',)], ('GpuNvlink',), 'confirm-1-3')]
+    assert said[2] == ('confirming 2 node(s) of sb:hbv4 (attempt 1 of 1): '
+                       'GpuNvlink on sb-n2, sb-n4')

@@ -12,9 +12,9 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.support.acceptance_runs import (NODES, acceptance, expected,
+from tests.support.acceptance_runs import (NODES, acceptance, by_pass, expected,
                                            verdict_of)
-from tests.support.helpers import STANDINS, stored_rows
+from tests.support.helpers import STANDINS
 
 DATA = Path(__file__).resolve().parents[1] / 'support' / 'data' / 'gpu-node'
 EIGHT = DATA / 'ndv5-8gpu-nvidia-smi-q_composed.txt'
@@ -97,8 +97,12 @@ def test_acceptance_names_the_broken_gpus_and_no_other(sandbox_env):
     assert 'GpuDiag health: GPU 2 (bus 00000003:00:00.0, serial ' \
         '1651323018202) DCGM diagnostic fail' in reasons['sb-n5'], reasons
     # the rows: one per GPU and check, each naming its GPU
-    rows = [r for r in stored_rows(Path(env['CLUSTERPROOF_HOME']))
-            if r['facility'] == 'clusterproof-health']
+    first, again = by_pass(env, summary)
+    # each bad node ran again only the check it failed (--confirm 1)
+    assert {(r['check_job_nodelist'][0], r['check_name']) for r in again} \
+        == {('sb-n2', 'GpuNvlink'), ('sb-n3', 'GpuInventory'),
+            ('sb-n5', 'GpuDiag')}
+    rows = [r for r in first if r['facility'] == 'clusterproof-health']
     per_gpu = {(r['check_job_nodelist'][0], r['check_name'].split(' ')[0],
                 r['check_perf_var'], r['gpu_index']): r for r in rows}
     inventory = per_gpu[('sb-n1', 'GpuInventory', 'gpu_inventory', 3)]

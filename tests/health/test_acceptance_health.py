@@ -8,7 +8,7 @@ from pathlib import Path
 
 from checks.common.health_sampling import SAMPLES_DIR
 from tests.support.acceptance_runs import (LOW_STREAM, NODES, STREAM_ONLY,
-                                           acceptance, expected, stored,
+                                           acceptance, by_pass, expected,
                                            verdict_of)
 from tests.support.health_data import HEALTH, PORT, build_sysfs
 from tests.support.helpers import (REPO, STANDINS, run_reframe, stored_rows,
@@ -49,7 +49,12 @@ def test_rising_counters_fail_their_node_with_the_health_reason(
         'active during the run' in reasons['sb-n2']
     assert 'health: mlx5_0/1: link_downed +1 during the test' in out
 
-    rows = stored(env)
+    rows, again = by_pass(env, summary)
+    # the two bad nodes were measured again alone (--confirm 1), each in a
+    # job of its own; what follows reads the first measurement of all five
+    again = {(r['check_job_nodelist'][0], r['check_jobid']) for r in again}
+    assert sorted(node for node, _ in again) == ['sb-n2', 'sb-n3']
+    assert len({job for _, job in again}) == 2
     health = [r for r in rows if r['check_name'] == 'StreamCheck'
               and r['check_perf_var'] not in ('copy_bw', 'scale_bw',
                                               'add_bw', 'triad_bw')]
@@ -138,6 +143,14 @@ def test_a_health_finding_is_drained_with_its_reason():
     judged = verdicts.node_verdicts(findings, {'sandbox:hbv4': {
         'sb-n3': 'idle'}})
     assert [v.verdict for v in judged] == ['bad']
+    # measured once, it is not drained yet: the note says why
+    drains, notes = session.plan_drains(judged, 1, {'sandbox:hbv4'})
+    assert drains == []
+    assert notes == ['not drained, bad but not confirmed (measured once; '
+                     '--confirm N measures again before a drain): sb-n3']
+    # failed again when measured again (--confirm): drained with its reason
+    [link] = [f for f in findings if f.kind == 'link_downed']
+    link.confirmations = ['fail']
     drains, _ = session.plan_drains(judged, 1, {'sandbox:hbv4'})
     assert drains == [{'node': 'sb-n3', 'reason':
                        'clusterproof acceptance: StreamCheck health: '

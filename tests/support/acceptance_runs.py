@@ -86,6 +86,16 @@ def stored(env):
     return stored_rows(Path(env['CLUSTERPROOF_HOME']))
 
 
+def by_pass(env, summary) -> tuple[list[dict], list[dict]]:
+    """(the rows of acceptance's first measurement, the rows its
+    confirmation measured again): summary.json names the first one's store
+    sessions; acceptance's own verdict rows are in neither."""
+    first = {p['store_session_id'] for p in summary['phases']} - {None}
+    rows = [r for r in stored(env) if r['facility'] != 'clusterproof-acceptance']
+    return ([r for r in rows if r['session_id'] in first],
+            [r for r in rows if r['session_id'] not in first])
+
+
 def no_references(env):
     return {k: v for k, v in env.items() if k != 'CLUSTERPROOF_REFERENCES'}
 
