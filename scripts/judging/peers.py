@@ -28,7 +28,10 @@ measures it):
   make every small deviation a huge robust z;
 - a group too noisy to judge (the peers' own spread above ``max_spread``,
   default 15 %) is 'not judged', and says so ("not judged by peers: 4
-  peers, spread 30%");
+  peers, spread 30%"); only a *gross loss* is judged there: a member
+  worse than the median by more than ``GROSS_LOSS`` (50 %) and by more
+  than ``GROSS_SPREADS`` (3) times the peers' own spread is flagged, and
+  its re-run alone must be that far worse again to confirm it;
 - a member is *flagged* (status 'fail', ``fail``; node_outliers'
   ``outlier``) when it is worse than the median by more than
   ``tolerance`` (default 5 %: so that a 10 % loss is still found through
@@ -113,6 +116,12 @@ SPREAD_BOUND_Z = 3.0
 MIN_SPREAD = 0.005
 #: the least spread assumed of a smoke-size row
 SMOKE_SPREAD = 0.05
+#: in a group too noisy to judge, a loss beyond both of these still is: a
+#: node at half its peers' rate, or worse, is no noise of peers that spread
+#: a third of that (a 2-core sandbox's HPL spreads 15-25 % over 4 peers;
+#: a node capped at a quarter of a CPU measures a tenth of them)
+GROSS_LOSS = 0.5
+GROSS_SPREADS = 3.0
 #: a value more than this many times off its peers' median (either way) is
 #: no measurement of a working node: "implausible value", not a percentage
 IMPLAUSIBLE_RATIO = 10.0
@@ -218,8 +227,10 @@ class Judgement:
     def tolerance_used(self) -> float | None:
         """The smallest loss that fails here: the tolerance, or the z
         limit times the spread used where that is larger."""
-        if self.spread is None or self.z_limit is None:
+        if self.spread is None:
             return None
+        if self.z_limit is None:   # a gross loss in a noisy group
+            return gross_limit(self.spread)
         return max(self.rule.tolerance, self.z_limit * self.spread)
 
     def still_fails(self, value: float) -> bool:
@@ -228,6 +239,9 @@ class Judgement:
         the tolerance and beyond the rule's z_limit on the same spread."""
         if self.status != FAIL or self.spread is None:
             return False
+        if self.z_limit is None:   # a gross loss in a noisy group
+            worse = _worse(value, self.median, self.lower_is_better)
+            return worse is not None and worse > gross_limit(self.spread)
         return _fails(value, self.median, self.spread,
                       self.lower_is_better, self.rule.tolerance,
                       self.rule.z_limit)
@@ -249,8 +263,14 @@ class Judgement:
             f'{100 * self.spread:.2g}%: {self.spread_source})')
         how = (f'{abs(100 * self.worse):.1f}% {side} '
                if self.worse is not None else '')
+        gross = f' ({self.why})' if self.why else ''
         return (f'{how}the {self.peers} peers\' median '
-                f'{self.median:,.6g}{unit}{z}{limit}')
+                f'{self.median:,.6g}{unit}{z}{limit}{gross}')
+
+
+def gross_limit(own_spread: float) -> float:
+    """The least loss judged in a group whose own spread is too wide."""
+    return max(GROSS_LOSS, GROSS_SPREADS * own_spread)
 
 
 def implausible(value: float, median: float | None) -> bool:
@@ -316,6 +336,11 @@ def decide(value: float, median: float, mad: float, peers: int, lower: bool,
                         None, None)
     own = MAD_SCALE * mad / abs(median)
     if own > rule.max_spread:
+        worse = _worse(value, median, lower)
+        if worse is not None and worse > gross_limit(own):
+            return Decision(FAIL, f'a gross loss: peers too noisy, spread '
+                            f'{100 * own:.3g}%, to judge a smaller one',
+                            own, None)
         return Decision(NOT_JUDGED, f'not judged by peers: {peers} peers, '
                         f'spread {100 * own:.3g}%', None, None)
     spread = max(own * uncertainty(peers), floor)

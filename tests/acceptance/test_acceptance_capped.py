@@ -113,7 +113,7 @@ def test_a_capped_node_is_bad_confirmed_reported_and_taken_back(
     assert len(hpl['confirmations']) == 1
     assert hpl['confirmations'][0].startswith('fail'), hpl
     assert re.search(rf'^confirming 1 node\(s\) of sandbox:hbv4 \(attempt 1 '
-                     rf'of 1\): HpccNode$', out, re.M), out
+                     rf'of 1\): HpccNode on {CAPPED}$', out, re.M), out
     # (beyond ten times off its peers, a value says so instead of a
     # percentage: scripts/judging/peers.py)
     assert re.search(rf'^{CAPPED} +HpccNode +HPL_Tflops .* bad +peers: '

@@ -66,6 +66,34 @@ def test_too_few_peers_and_too_noisy_peers_are_not_judged_and_say_why():
     assert not any(j.still_fails(1.0) for j in judged)
 
 
+def test_peers_too_noisy_to_judge_still_judge_a_gross_loss():
+    # the CI sandbox's HPL (Tflop/s): four healthy peers spread 16 %, and
+    # sb-n3 capped at a quarter of a CPU
+    values = [0.0042, 0.00575, 0.00065, 0.00652, 0.00636]
+    judged = peers.judge_rows(rows(values, 'HpccNode', 'HPL_Tflops',
+                                   'Tflop/s'))
+    assert [j.status for j in judged] == [peers.NOT_JUDGED] * 2 + [
+        peers.FAIL] + [peers.NOT_JUDGED] * 2
+    capped = judged[2]
+    assert capped.reason('Tflop/s').endswith(
+        '(a gross loss: peers too noisy, spread 15.7%, to judge a smaller '
+        'one)')
+    assert capped.tolerance_used == pytest.approx(0.5)
+    # confirmed only by a re-run that loses as much again
+    assert capped.still_fails(0.0007)
+    assert not capped.still_fails(0.0040)
+    # a 40 % loss in such a group is not judged: its peers spread too much
+    values[2] = 0.0035
+    judged = peers.judge_rows(rows(values, 'HpccNode', 'HPL_Tflops',
+                                   'Tflop/s'))
+    assert judged[2].status == peers.NOT_JUDGED
+    # nor does the gross rule blame anyone when three times the peers'
+    # spread is more than half
+    wide = [1000.0, 700.0, 1300.0, 450.0, 1150.0]
+    assert {j.status for j in peers.judge_rows(rows(wide))} == \
+        {peers.NOT_JUDGED}
+
+
 def test_identical_peers_cannot_turn_a_small_deviation_into_a_fault():
     # MAD 0: the floor (the metric's spread) keeps the z finite and small
     judged = by_member(peers.judge_rows(rows([1000.0] * 31 + [985.0])))
