@@ -315,10 +315,11 @@ def _once(function):
     return value
 
 
-def _record_session(session_id: str, rows_file: Path, rows: int,
+def _record_session(session_id: str, rows_file: Path | None, rows: int,
                     results: list[PhaseResult], summary_path: Path) -> None:
-    """The acceptance's own rows (not-measured findings) in the session map,
-    with the ReFrame sessions they judge."""
+    """The acceptance in the session map: the ReFrame sessions it ran, its
+    summary, and its own rows (verdicts, not-measured findings) where it
+    stored any (a run of good nodes stores none)."""
     uuids = [r.reframe_session_uuid for r in results if r.reframe_session_uuid]
     reports = [str(r.report) for r in results if r.report]
     sessions.record({
@@ -327,7 +328,7 @@ def _record_session(session_id: str, rows_file: Path, rows: int,
         'report_file': reports[0] if len(reports) == 1 else None,
         'reframe_sessions': uuids, 'report_files': reports,
         'acceptance_summary': str(summary_path),
-        'store_file': str(rows_file),
+        'store_file': str(rows_file) if rows_file else None,
         'rows': rows,
     })
 
@@ -392,7 +393,7 @@ def run(options: Options, say=print) -> int:
     workdir = store.home() / 'acceptance' / session_id
     workdir.mkdir(parents=True, exist_ok=True)
     broken, findings, nodes, notes, drains = [], [], {}, [], []
-    results, rows_file = [], None
+    results, rows_file, stored = [], None, []
     judgements, started, reservation = [], time.time(), None
     azure_reports, cost = None, None
     try:
@@ -503,7 +504,7 @@ def run(options: Options, say=print) -> int:
         document['azure_reports'] = azure_reports
     document['sync'] = ship_results(say)
     path = summary.write_summary(document, workdir)
-    if rows_file:
+    if rows_file or results:
         _record_session(session_id, rows_file, len(stored), results, path)
     say(summary.count_line(document['counts']['nodes'],
                            document['counts']['checks']))
