@@ -29,12 +29,18 @@ def reservation_name(session_id: str) -> str:
 
 
 def hold(name: str, nodes: list[str], say) -> None:
-    """Reserve the nodes, then resume them inside the reservation."""
+    """Reserve the nodes, resume them inside the reservation, and wait
+    until Slurm hears from them."""
     slurm.reserve(name, nodes, getpass.getuser(), RESERVATION_MINUTES)
     say(f'reservation {name} holds {",".join(nodes)}')
     for node in nodes:
         slurm.resume(node)
         say(f'resumed {node} inside {name} to test it')
+    silent = slurm.wait_responding(nodes)
+    if silent:
+        say(f'{",".join(silent)} not answering Slurm '
+            f'{slurm.RESPONDING_S} s after resuming: their checks will '
+            'say they were not measured')
 
 
 def still_bad(node_verdicts, targets: set[tuple[str, str]],

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import time
 
 # Slurm node states (sinfo %T, lower case) that accept new jobs. Flags are
 # suffixes: '*' not responding, '~' powered off, '#' powering up, '!'/'%'
@@ -10,6 +11,7 @@ import subprocess
 # A flagged state ('idle*') is not usable.
 USABLE_STATES = {'idle', 'mixed', 'allocated', 'completing', 'planned'}
 TIMEOUT_S = 60
+RESPONDING_S = 60
 
 
 class SchedulerError(RuntimeError):
@@ -129,3 +131,27 @@ def release(name: str, env: dict | None = None) -> None:
 
 def resume(node: str, env: dict | None = None) -> None:
     _slurm(['scontrol', 'update', f'nodename={node}', 'state=resume'], env)
+
+
+def silent_nodes(states: dict[str, str], nodes: list[str]) -> list[str]:
+    """The nodes Slurm has not heard from ('idle*'), or holds down or
+    drained: a job asking for them pends ReqNodeNotAvail."""
+    return sorted(node for node in nodes
+                  if states.get(node, '*').endswith('*')
+                  or states[node].startswith(('down', 'drain', 'fail')))
+
+
+def wait_responding(nodes: list[str], timeout_s: float = RESPONDING_S,
+                    env: dict | None = None, sleep=time.sleep,
+                    clock=time.monotonic) -> list[str]:
+    """Wait until every node answers Slurm; the nodes still silent after
+    *timeout_s*. A node just resumed reads 'idle*' for a few seconds, and
+    ReFrame cancels a job that pends ReqNodeNotAvail meanwhile."""
+    deadline = clock() + timeout_s
+    while True:
+        silent = silent_nodes(parse_node_states(_slurm(
+            ['sinfo', '-h', '-N', '-n', ','.join(nodes), '-o', '%N %T'],
+            env)), nodes)
+        if not silent or clock() >= deadline:
+            return silent
+        sleep(1)

@@ -326,6 +326,26 @@ def reservations():
                           capture_output=True, text=True).stdout
 
 
+def test_resumed_nodes_are_tested_only_once_slurm_hears_from_them(
+        monkeypatch):
+    from scripts.acceptance import slurm
+    answers = iter(['sb-n1 idle*\nsb-n3 idle*\n', 'sb-n1 maint\nsb-n3 idle*\n',
+                    'sb-n1 maint\nsb-n3 maint\n'])
+    asked, slept = [], []
+    monkeypatch.setattr(slurm, '_slurm',
+                        lambda argv, env: asked.append(argv) or next(answers))
+    assert slurm.wait_responding(['sb-n1', 'sb-n3'], sleep=slept.append) == []
+    assert len(asked) == 3 and slept == [1, 1]
+    assert asked[0][asked[0].index('-n') + 1] == 'sb-n1,sb-n3'
+    # one that never answers is named once the time is up
+    clock = iter(range(0, 100, 30))
+    monkeypatch.setattr(slurm, '_slurm', lambda argv, env: 'sb-n1 idle*\n')
+    assert slurm.wait_responding(['sb-n1'], timeout_s=60, sleep=slept.append,
+                                 clock=lambda: next(clock)) == ['sb-n1']
+    assert slurm.silent_nodes({'a': 'drained', 'b': 'down*', 'c': 'mixed'},
+                              ['a', 'b', 'c', 'd']) == ['a', 'b', 'd']
+
+
 def test_resume_tests_only_its_own_drains_in_a_reservation(sandbox_env):
     from tests.support.acceptance_runs import LOW_STREAM
     ours = 'clusterproof acceptance: StreamCheck triad_bw=1190.4 MB/s ref 8000'
@@ -343,7 +363,7 @@ def test_resume_tests_only_its_own_drains_in_a_reservation(sandbox_env):
     assert result.returncode == 1, out + result.stderr
     name = re.search(r'^reservation (clusterproof-resume-\S+) holds '
                      r'sb-n1,sb-n3$', out, re.M).group(1)
-    assert verdict_of(summary) == {'sb-n1': 'bad', 'sb-n3': 'good'}
+    assert verdict_of(summary) == {'sb-n1': 'bad', 'sb-n3': 'good'}, out
     assert f'reservation {name} deleted' in out and name not in reservations()
     scripts = list(Path(env['CLUSTERPROOF_HOME']).rglob('rfm_job.sh'))
     assert scripts and all(f'#SBATCH --reservation={name}' in s.read_text()
