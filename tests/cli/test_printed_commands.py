@@ -49,7 +49,7 @@ NOT_RUN_HERE = {
         "submits the acceptance checks to a cluster's scheduler; the "
         'sandbox walk-through runs every check, these among them',
     '.venv/bin/python -m pytest tests -q -m "not sandbox and not browser '
-    'and not kusto" -n 2 --dist loadfile':
+    'and not kusto" -n 4 --dist loadfile':
         'the fast tier itself, which cannot run inside a run of the tests; '
         'tests/bench/README.md has its time',
     'nice -n 5 .venv/bin/python -m tests.bench.fleet_store DIR --rows 300000':
