@@ -112,8 +112,11 @@ def test_a_capped_node_is_bad_confirmed_reported_and_taken_back(
     [hpl] = failed
     assert len(hpl['confirmations']) == 1
     assert hpl['confirmations'][0].startswith('fail'), hpl
-    assert re.search(rf'^confirming 1 node\(s\) of sandbox:hbv4 \(attempt 1 '
-                     rf'of 1\): HpccNode on {CAPPED}$', out, re.M), out
+    # HPCC again in a job of its own; a node flagged by noise may be in the
+    # same confirmation session (it ends flaky, never bad: checked above)
+    again = re.search(r'^confirming \d+ node\(s\) of sandbox:hbv4 \(attempt 1 '
+                      r'of 1\): HpccNode on (.+)$', out, re.M)
+    assert again and CAPPED in again.group(1).split(', '), out
     # (beyond ten times off its peers, a value says so instead of a
     # percentage: scripts/judging/peers.py)
     assert re.search(rf'^{CAPPED} +HpccNode +HPL_Tflops .* bad +peers: '
