@@ -1,30 +1,37 @@
 """The base every clusterproof check derives from (not a test itself).
 
-What each plugin adds, stage by stage, in the order ReFrame runs it
-(``BenchmarkTest.pipeline_hooks()``):
+Its hooks are the only ones a check inherits; each calls its plugins'
+steps in the order written here. A check's own hooks run after these,
+except after those marked "last":
 
-- after setup: ExternalTool (external_tool.py) finds the tool or skips the test.
-- before run, in this order: JobRequest (job_request.py) watches the
-  job, skips what no node holds, sets the time limit and adds the
-  partition's launcher options; NodeProbe (node_probe.py) puts its lines
-  at the front of the job script: the one that records the nodes, then
-  the node probe before the run (each node's VM size and health sample),
-  before ExternalTool's guard (the tool is on the node); its probe after
-  the run ends the script; the check's own hooks; FannedJob (fanned_job.py)
-  turns a batch job into one step per node or pair, last.
-- after run: NodeProbe reads, once, the nodes and the probe's files (the
-  VM sizes, the health samples).
-- sanity: ParsedOutput (parsed_output.py, FannedJob's base) parses the output
-  once, per node or pair in a batch job.
-- before performance: SkuReferences (sku_references.py) sets each metric's
-  reference for the node's VM size and the run's method (thresholds only
-  where nothing says otherwise); ParsedOutput adds the parsed perf
-  variables; FannedJob makes them one per node or pair, last.
+- after setup (``_set_up_the_run``): JobRequest (job_request.py) resolves
+  the size profile and lays out the ranks; ExternalTool (external_tool.py)
+  finds the tool, or skips the test, or has the job check for it first.
+- after setup, last (``_settle_the_job``), once the check's own hooks sized
+  the run: JobRequest settles the request (rank binding, a request no node
+  holds is skipped, the time limit, the launcher's options); NodeProbe
+  (node_probe.py) puts at the front of the job script the line that
+  records the nodes and the node probe before the run (each node's VM size
+  and health sample), and the probe after the run first after it.
+- before run, last (``_fan_out``), once the check's own hooks wrote its
+  command: FannedJob (fanned_job.py) turns a batch job into one step per
+  node or pair.
+- after run (``_read_what_the_job_recorded``): NodeProbe reads, once, the
+  nodes and the probe's files (the VM sizes, the health samples).
+- sanity: ParsedOutput (parsed_output.py, FannedJob's base) parses the
+  output once, per node or pair in a batch job.
+- before performance, last (``_name_the_values``): SkuReferences
+  (sku_references.py) sets each metric's reference for the node's VM size
+  and the run's method (thresholds only where nothing says otherwise);
+  ParsedOutput adds the parsed perf variables, the check its derived ones
+  (:meth:`BenchmarkTest.derived_perf_variables`); FannedJob makes them one
+  per node or pair.
 - performance: ReFrame compares each value with its thresholds.
-- after performance: SiteBaselineVerdicts (site_baseline_verdicts.py)
-  asks the one judge (config/results/rows/judge.py) for the verdict of
-  every value (the site baseline beside the published reference) and
-  fails the test where it says fail.
+- after performance (``_judge_the_values``): site_baseline_verdicts.py
+  asks the one judge
+  (config/results/rows/judge.py) for the verdict of every value (the site
+  baseline beside the published reference) and fails the test where it
+  says fail.
 
 The test then lists what it measured (:meth:`BenchmarkTest.measurements`,
 measurements.py); config/results/rows/builder.py makes a row of each,
@@ -34,18 +41,18 @@ from __future__ import annotations
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
+from reframe.core.exceptions import PerformanceError
 
-from . import measurements
+from . import measurements, site_baseline, site_baseline_verdicts
 from .fanned_job import FannedJob
 from .job_request import JobRequest
 from .node_probe import NodeProbe
-from .site_baseline_verdicts import SiteBaselineVerdicts
 from .sku_references import SkuReferences
 from .external_tool import ExternalTool
 
 
 class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
-                    SiteBaselineVerdicts, ExternalTool, NodeProbe, JobRequest):
+                    ExternalTool, NodeProbe, JobRequest):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']
@@ -80,9 +87,26 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
         return [self.reference_sources, self.metric_reference_keys,
                 self.metric_devices]
 
-    def metric_keys_and_devices(self) -> tuple[dict, dict]:
-        # site_baseline_verdicts.py asks
-        return self.metric_reference_keys, self.metric_devices
+    #: [the values judged, their verdicts]: judged once per set of values.
+    site_baseline_judged = variable(list, value=[], loggable=False)
+
+    def site_baseline_verdicts(self) -> dict[str, dict]:
+        """Perf variable -> what the site baseline says of its value
+        (site_baseline_verdicts.py); only the variables that have an entry.
+        Known once the performance stage has evaluated the values. Judged
+        once per set of values: the hook below and the rows ask alike."""
+        measured = tuple((name, info[0]) for name, info
+                         in (self.perfvalues or {}).items())
+        judged = self.site_baseline_judged
+        if judged and judged[0] == measured:
+            return judged[1]
+        found = site_baseline_verdicts.baseline_verdicts(
+            dict(self.perfvalues or {}), self.metric_reference_keys,
+            self.metric_devices,
+            site_baseline.cluster_of(self.current_system.name),
+            self.display_name.split(' ')[0])
+        self.site_baseline_judged = [measured, found]
+        return found
 
     def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
@@ -116,6 +140,51 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
             reference_of=lambda var: self.reference_of(
                 self.current_partition.fullname, var),
             baseline_verdicts=baseline)
+
+    def derived_perf_variables(self) -> dict:
+        """Perf variables the check computes from its parsed ones (HPL's
+        efficiency against the peak): name -> performance function."""
+        return {}
+
+    @run_after('setup')
+    def _set_up_the_run(self):
+        self.resolve_size_profile()
+        self.lay_out_ranks()
+        self.locate_tool()
+
+    @run_after('setup', always_last=True)
+    def _settle_the_job(self):
+        self.settle_the_job_request()
+        self.probe_around_the_run()
+
+    @run_before('run', always_last=True)
+    def _fan_out(self):
+        self.fan_out_over_nodes()
+
+    @run_after('run')
+    def _read_what_the_job_recorded(self):
+        self.read_the_node_probe()
+
+    @run_before('performance', always_last=True)
+    def _name_the_values(self):
+        self.set_sku_references()
+        self.add_parsed_perf_variables()
+        self.perf_variables.update(self.derived_perf_variables())
+        self.perf_variables_per_group()
+
+    @run_after('performance')
+    def _judge_the_values(self):
+        # Runs only when the published references passed (or judged
+        # nothing): a published failure already failed the test (the
+        # judge's first step), and its rows name the baseline's verdict too.
+        try:
+            self.site_baseline_verdicts()
+        except ValueError as error:   # a file that is not a baseline
+            raise PerformanceError(str(error)) from None
+        failed = site_baseline_verdicts.failures(self.measurements().values())
+        if failed:
+            raise PerformanceError('; '.join(filter(None, failed))
+                                   or 'the judge failed a value')
 
     def partition_extra(self, name, default=None):
         return self.current_partition.extras.get(name, default)

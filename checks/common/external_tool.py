@@ -40,15 +40,23 @@ class ExternalTool(rfm.RegressionTestPlugin):
         return (f'{self.tool_binary} not found {where}{hint} '
                 f'(or point to it with -S tool_binary=PATH)')
 
-    @run_after('setup')
-    def _locate_tool(self):
+    def tool_setup_commands(self) -> list[str]:
+        """Shell lines that make the tool available in the job (spack.py:
+        a Spack build's load); only the job can then tell whether the tool
+        is there."""
+        return []
+
+    def locate_tool(self) -> None:
+        """After setup: the tool is the executable; skip the test where
+        the local system lacks it, else the job checks for it first."""
         if self.tool_is_executable:
             self.executable = self.tool_binary
         local = self.current_partition.scheduler.registered_name == 'local'
-        if local and not self.tool_loaded_by_job:
+        setup = self.tool_setup_commands()
+        if local and not (self.tool_loaded_by_job or setup):
             self.skip_if(shutil.which(self.tool_binary) is None,
                          self.tool_missing_message())
         else:
             # The login node may lack what compute nodes have: check there.
-            self.prerun_cmds.insert(
-                0, guard_command(self.tool_binary, self.tool_hint))
+            self.prerun_cmds[0:0] = [
+                *setup, guard_command(self.tool_binary, self.tool_hint)]

@@ -95,8 +95,8 @@ class FannedJob(ParsedOutput):
             return super().stream_names()
         return fan_out.STEP_OUT, fan_out.STEP_ERR
 
-    @run_before('run', always_last=True)
-    def _fan_out_over_nodes(self):
+    def fan_out_over_nodes(self) -> None:
+        """Last before run: a batch job runs the check once per group."""
         if not self.fanned_out():
             return
         groups = self.fan_groups()
@@ -203,8 +203,8 @@ class FannedJob(ParsedOutput):
         groups = self.passed_groups() or list(self.fanned_groups)
         return self._on_group(groups[0], read)
 
-    @run_before('performance', always_last=True)
-    def _perf_variables_per_group(self):
+    def perf_variables_per_group(self) -> None:
+        """Last before performance: each perf variable once per group."""
         if not self.fanned_out() or self.measured_nothing():
             return
         target = self.current_partition.fullname

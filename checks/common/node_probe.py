@@ -134,8 +134,9 @@ class NodeProbe(rfm.RegressionTestPlugin):
                 found[label] = self.node_vm_skus[odd[0]]
         return found
 
-    @run_before('run')
-    def _probe_the_nodes_around_the_run(self):
+    def probe_around_the_run(self) -> None:
+        """Before run: the job script's first lines record its nodes and
+        probe each of them; its last line probes them again."""
         if self.is_local():
             return
         extras = self.current_partition.extras
@@ -164,8 +165,8 @@ class NodeProbe(rfm.RegressionTestPlugin):
             self.prerun_cmds.insert(0, record)
             self.keep_files.append(job_nodes.NODES_FILE)
 
-    @run_after('run')
-    def _read_the_node_probe(self):
+    def read_the_node_probe(self) -> None:
+        """After run: the nodes file and the probe's files, once each."""
         if self.is_local():
             return
         extras = self.current_partition.extras

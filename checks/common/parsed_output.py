@@ -138,8 +138,7 @@ class ParsedOutput(rfm.RegressionTestPlugin):
                 f'{self.parser_tool} output has no {name!r} value')
         return result.metrics[name].value
 
-    @run_before('performance')
-    def _add_parsed_perf_variables(self):
+    def add_parsed_perf_variables(self) -> None:
         for name, unit in self.perf_metrics.items():
             self.perf_variables.setdefault(
                 name,

@@ -79,7 +79,7 @@ class SkuReferences(rfm.RegressionTestPlugin):
         return {}
 
     def reference_nodes(self) -> int:
-        return int(getattr(self, 'num_nodes', 1) or 1)
+        return int(self.num_nodes or 1)
 
     def reference_fabric(self) -> str | None:
         return None
@@ -151,8 +151,7 @@ class SkuReferences(rfm.RegressionTestPlugin):
             tables.setdefault(target, {})[var] = self.reference[key]
         return tables
 
-    @run_before('performance')
-    def _set_sku_references(self):
+    def set_sku_references(self) -> None:
         if not self.reference_family:
             return
         self.metric_peaks, self.peak_sources = self.sku_peaks(self.vm_sku())
@@ -197,7 +196,7 @@ class SkuReferences(rfm.RegressionTestPlugin):
         """({metric: peak}, {metric: its source}) of a node of VM size
         *sku* in this run."""
         peaks = references.lookup_peaks(self.reference_family, sku)
-        nodes = getattr(self, 'num_nodes', 1)
+        nodes = self.num_nodes
         factor, why = self.peak_factor()
         scaled = {name for name in peaks
                   if name in self.peaks_scale_with_nodes and nodes > 1}

@@ -4,9 +4,9 @@ A check that gets its tool this way declares the build as a fixture::
 
     spack_build = fixture(SpackIor, scope='environment')
 
-and mixes in ``FromSpack``: the build installs the spec into a Spack
-environment in the fixture's stage directory (on the login node, where
-Spack lives), and the check's job loads it from there. Without ``spack`` on
+and lists ``FromSpack`` first among its bases: the build installs the
+spec into a Spack environment in the fixture's stage directory (on the
+login node, where Spack lives), and the check's job loads it from there. Without ``spack`` on
 PATH the build, and so the check, is skipped with that reason.
 """
 import os
@@ -47,17 +47,12 @@ class SpackBuild(rfm.CompileOnlyRegressionTest):
 
 
 class FromSpack(rfm.RegressionTestPlugin):
-    """Load the ``spack_build`` fixture's spec before the tool runs."""
+    """Load the ``spack_build`` fixture's spec before the tool runs: a
+    check lists it first among its bases, ahead of BenchmarkTest's
+    ExternalTool, and carries the tag 'spack'."""
 
-    @run_after('init')
-    def _tool_comes_from_spack(self):
-        self.tool_loaded_by_job = True
-        self.tags = self.tags | {'spack'}
-
-    @run_before('run')
-    def _load_spack_build(self):
-        # first of all: the check that the tool is there needs it loaded
-        self.prerun_cmds.insert(0, self.spack_build.load_command())
+    def tool_setup_commands(self) -> list[str]:
+        return [self.spack_build.load_command()]
 
 
 class SpackIor(SpackBuild):

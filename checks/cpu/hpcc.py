@@ -15,8 +15,6 @@ import math
 import reframe as rfm
 
 from ..common.benchmark import BenchmarkTest
-from ..common.node_layout import NodeLayout
-from ..common.size_profile import SizeProfile
 from .hpl_input import expected_seconds, hpl_dat, process_grid
 
 # hpccinf.txt = HPL.dat, a separator line, then PTRANS's extra sizes (none).
@@ -41,7 +39,9 @@ def hpccinf(n: int, nb: int, tasks: int) -> str:
     return hpl_dat(n, nb, p, q) + PTRANS_LINES
 
 
-class HpccBase(BenchmarkTest, NodeLayout, SizeProfile):
+class HpccBase(BenchmarkTest):
+    lays_out_ranks = True
+    has_smoke_size = True
     parser_tool = 'hpcc'
     parsed_stream = 'hpccoutf.txt'
     tool_binary = 'hpcc'

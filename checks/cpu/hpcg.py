@@ -8,8 +8,6 @@ import reframe as rfm
 
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackHpcg
-from ..common.node_layout import NodeLayout
-from ..common.size_profile import SizeProfile
 
 HINT = ('Spack: spack install hpcg +openmp, then spack load hpcg (binary '
         'xhpcg); or build github.com/hpcg-benchmark/hpcg: mkdir build && cd '
@@ -32,7 +30,9 @@ def hpcg_dat(nx: int, ny: int, nz: int, runtime: int) -> str:
 
 
 @rfm.simple_test
-class HpcgCheck(BenchmarkTest, NodeLayout, SizeProfile):
+class HpcgCheck(BenchmarkTest):
+    lays_out_ranks = True
+    has_smoke_size = True
     descr = 'HPCG GFLOP/s rating of a VALID run, one MPI rank per core'
     tags = {'cpu', 'acceptance'}
     # one run per node: a batch of nodes is one job (fanned_job.py)
@@ -86,7 +86,7 @@ class HpcgCheck(BenchmarkTest, NodeLayout, SizeProfile):
 
 
 @rfm.simple_test
-class HpcgSpackCheck(HpcgCheck, FromSpack):
+class HpcgSpackCheck(FromSpack, HpcgCheck):
     descr = 'HPCG built with Spack (ReFrame Spack build system)'
-    tags = {'cpu'}
+    tags = {'cpu', 'spack'}
     spack_build = fixture(SpackHpcg, scope='environment')

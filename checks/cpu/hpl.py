@@ -22,9 +22,7 @@ import reframe.utility.typecheck as typ
 
 from ..common import references
 from ..common.benchmark import BenchmarkTest
-from ..common.node_layout import NodeLayout
 from ..common.parsed_output import GUARD_PREFIX
-from ..common.size_profile import SizeProfile
 from ..common.spack import FromSpack, SpackHpl
 from . import hpl_input
 
@@ -41,7 +39,9 @@ ASSUMED_GFLOPS_PER_CORE = 10.0
 
 
 @rfm.simple_test
-class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
+class HplCheck(BenchmarkTest):
+    lays_out_ranks = True
+    has_smoke_size = True
     descr = 'HPL Gflops with a generated HPL.dat, residual checks PASSED'
     tags = {'cpu', 'acceptance'}
     # one run per node: a batch of nodes is one job (fanned_job.py)
@@ -177,17 +177,17 @@ class HplCheck(BenchmarkTest, NodeLayout, SizeProfile):
                 '; '.join(wrong)
         return None
 
-    @run_before('performance')
-    def add_efficiency(self):
+    def derived_perf_variables(self) -> dict:
+        # the peak is the node's VM size's (sku_references.py), set by now
         peak = self.metric_peaks.get('gflops')
         if not peak:
-            return
-        self.perf_variables['efficiency'] = sn.make_performance_function(
-            self.parsed_metric('gflops') * 100.0 / peak, '%')
+            return {}
+        return {'efficiency': sn.make_performance_function(
+            self.parsed_metric('gflops') * 100.0 / peak, '%')}
 
 
 @rfm.simple_test
-class HplSpackCheck(HplCheck, FromSpack):
+class HplSpackCheck(FromSpack, HplCheck):
     descr = 'HPL built with Spack (ReFrame Spack build system)'
-    tags = {'cpu'}
+    tags = {'cpu', 'spack'}
     spack_build = fixture(SpackHpl, scope='environment')

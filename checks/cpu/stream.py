@@ -20,7 +20,6 @@ import reframe.utility.typecheck as typ
 from ..common import launch
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackStream
-from ..common.node_layout import NodeLayout
 from ..common import references
 from . import stream_method
 
@@ -182,7 +181,8 @@ class StreamCheck(StreamBase):
 
 
 @rfm.simple_test
-class StreamMpiCheck(StreamBase, NodeLayout):
+class StreamMpiCheck(StreamBase):
+    lays_out_ranks = True
     descr = ('MPI STREAM: aggregate memory bandwidth, one rank per core, '
              'the arrays spread over the ranks')
     tags = {'cpu', 'acceptance'}
@@ -211,7 +211,7 @@ class StreamMpiCheck(StreamBase, NodeLayout):
 
 
 @rfm.simple_test
-class StreamSpackCheck(StreamCheck, FromSpack):
+class StreamSpackCheck(FromSpack, StreamCheck):
     descr = 'STREAM (OpenMP) built with Spack (ReFrame Spack build system)'
-    tags = {'cpu'}
+    tags = {'cpu', 'spack'}
     spack_build = fixture(SpackStream, scope='environment')

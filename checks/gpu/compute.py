@@ -75,8 +75,7 @@ class GpuComputeBase(PerGpuBenchmark):
         return {'tool': 'gpu_burn', 'seconds': self.seconds,
                 'precision': self.precision}
 
-    @run_before('run')
-    def set_command_line(self):
+    def write_command(self):
         if self.precision not in PRECISIONS:
             raise ValueError(f'precision={self.precision!r}: one of '
                              + ', '.join(PRECISIONS))
@@ -96,8 +95,7 @@ class GpuComputeBase(PerGpuBenchmark):
         except OSError:
             return {}
 
-    @run_after('run')
-    def read_samples(self):
+    def read_run_files(self):
         during = self.samples()
         self.gpu_slowdowns = {str(i): gpu.slowdowns()
                               for i, gpu in sorted(during.items())

@@ -114,8 +114,7 @@ class GpuCopyBandwidth(PerGpuBenchmark):
         return {'engine': self.engine, 'samples': self.samples,
                 'locked_clock_mhz': clock}
 
-    @run_before('run')
-    def set_command_line(self):
+    def write_command(self):
         if self.locked_clock_mhz != NO_LOCK:
             lock, reset = clock_lock_lines(self.locked_clock_mhz)
             self.prerun_cmds += lock
@@ -129,8 +128,7 @@ class GpuCopyBandwidth(PerGpuBenchmark):
         self.executable_opts = ['-t', *self.testcases(), '-i',
                                 str(self.samples), '$nvbw_format']
 
-    @run_after('run')
-    def read_clock_lock(self):
+    def read_run_files(self):
         if self.locked_clock_mhz == NO_LOCK:
             return
         self.clock_lock = read_clock_file(os.path.join(self.stagedir,

@@ -45,7 +45,7 @@ class GpuFabricBandwidth(PerGpuBenchmark):
     gpu_metrics = {METRIC: 'GB/s'}
     gpu_peak_of = {METRIC: 'nvlink_bw'}
 
-    num_nodes = variable(int, value=2)
+    num_nodes = 2
     samples = variable(int, value=10)
     #: the NVLink domain all nodes of the run share ('<ClusterUUID>/
     #: <CliqueId>'), set by acceptance for its per-domain runs
@@ -85,12 +85,10 @@ class GpuFabricBandwidth(PerGpuBenchmark):
 
     one_process = False
 
-    @run_before('run')
-    def set_command_line(self):
+    def write_command(self):
         self.executable = self.tool_binary
         self.executable_opts = ['-t', TESTCASE, '-i', str(self.samples)]
 
-    @run_after('run')
     def name_the_gpus(self):
         details = self.parsed().details.get('devices', {})
         self.metric_gpus = {

@@ -74,6 +74,14 @@ class GpuNodeCheck(rfm.RunOnlyRegressionTest, NodeProbe):
         self.num_gpus_per_node = self.current_partition.extras.get(
             'gpus_per_node', 0)
 
+    @run_before('run')
+    def _probe_the_nodes(self):
+        self.probe_around_the_run()
+
+    @run_after('run')
+    def _read_the_probe(self):
+        self.read_the_node_probe()
+
     def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
         Measurement (checks/common/measurements.py), one row each."""
@@ -211,6 +219,10 @@ class GpuDiag(GpuNodeCheck, ExternalTool):
     #: node's test, no GPU named).
     diag_internal = variable(typ.List[str], value=[])
     diag_skipped = variable(typ.List[str], value=[])
+
+    @run_after('setup')
+    def _find_dcgmi(self):
+        self.locate_tool()
 
     @run_before('run')
     def _diagnose(self):

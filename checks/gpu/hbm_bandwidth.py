@@ -89,8 +89,7 @@ class GpuMemoryBandwidth(PerGpuBenchmark):
                              'float')
         return words
 
-    @run_before('run')
-    def set_command_line(self):
+    def write_command(self):
         self.prerun_cmds.append(launch_line(self.command(),
                                             self.gpu_count()))
         self.executable, self.executable_opts = 'wait', []

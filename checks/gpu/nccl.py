@@ -196,6 +196,11 @@ class NcclBase(BenchmarkTest):
         self.set_fabric()
         self.set_layout()
         self.set_environment()
+        self.follow_the_method()
+
+    def follow_the_method(self) -> None:
+        """The method a check runs beside its sweep (the health checks'
+        one size); nothing for the sweep itself."""
 
     def set_fabric(self):
         fabric = self.expected_fabric()
@@ -302,8 +307,7 @@ class NcclHealthCheckAllReduce(NcclBase):
     def gpu_order(self) -> str:
         return self.gpu_binding
 
-    @run_after('setup')
-    def follow_the_health_checks(self):
+    def follow_the_method(self):
         entry = references.entries(self.reference_family, self.vm_sku()).get(
             self.HEALTH_CHECK_ENTRY) or {}
         self.skip_if(self.ONLY_WITH_FLOOR and not entry,
@@ -361,7 +365,7 @@ class NcclHealthCheckIbLoopback(NcclHealthCheckAllReduce):
 class NcclMultiNode(NcclBase):
     descr = 'nccl-tests across GPU VMs, one rank per GPU'
     recorded_variables = NcclBase.recorded_variables + ['num_nodes']
-    num_nodes = variable(int, value=2)
+    num_nodes = 2
     multinode = True
 
     def node_count(self) -> int:

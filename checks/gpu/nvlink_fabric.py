@@ -71,10 +71,18 @@ class NvlinkFabric(rfm.RunOnlyRegressionTest, NodeProbe):
         self.num_gpus_per_node = extras.get('gpus_per_node', 0)
 
     @run_before('run')
+    def _probe_the_node(self):
+        self.probe_around_the_run()
+
+    @run_before('run')
     def ask_imex(self):
         self.postrun_cmds.append(
             f'echo "{IMEX_PREFIX}$(systemctl is-active {IMEX_SERVICE} '
             '2>/dev/null)"')
+
+    @run_after('run')
+    def _read_the_probe(self):
+        self.read_the_node_probe()
 
     @run_after('run')
     def read_fabric(self):

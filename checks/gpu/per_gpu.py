@@ -106,12 +106,24 @@ class PerGpuBenchmark(BenchmarkTest):
                                for metric in self.gpu_metrics
                                for i in range(gpus)}
 
+    def write_command(self) -> None:
+        """Before run: the check's command line (each check writes its
+        own)."""
+
+    def read_run_files(self) -> None:
+        """After run: what the check's job wrote beside its output."""
+
     @run_before('run')
-    def run_from_the_batch_shell(self):
+    def write_the_command(self):
+        self.write_command()
         if self.one_process:
             launch.batch_shell(self.job)
 
     @run_after('run')
+    def read_the_run(self):
+        self.name_the_gpus()
+        self.read_run_files()
+
     def name_the_gpus(self):
         # the probe's files, as NodeProbe read them (node_probe.py)
         found = gpu_identities(self.node_samples)

@@ -15,7 +15,6 @@ import reframe.utility.typecheck as typ
 from .. import parsers
 from ..common.benchmark import BenchmarkTest
 from ..common.spack import FromSpack, SpackOsu
-from ..common.node_layout import NodeLayout
 from ..parsers import osu
 
 # What OMB measures up to when not told otherwise (-m)
@@ -23,10 +22,11 @@ POINT_TO_POINT_MAX_SIZE = 4 * 1024 * 1024
 COLLECTIVE_MAX_SIZE = 1024 * 1024
 
 
-class OsuBase(BenchmarkTest, NodeLayout):
+class OsuBase(BenchmarkTest):
     """One OMB benchmark; the value at one message size is the result, the
     whole curve stays in the output and in the parser's details."""
 
+    lays_out_ranks = True
     parser_tool = 'osu'
     reference_family = 'osu'
     expected_runtime_s = 120   # one OMB sweep between two nodes
@@ -121,7 +121,13 @@ class OsuBase(BenchmarkTest, NodeLayout):
                 options += ['-m', f'{self.message_size}']
         if self.buffer == 'cuda':
             options += self.cuda_buffer_options
-        self.executable_opts = options + self.extra_options
+        self.executable_opts = [*self.run_options(), *options,
+                                *self.extra_options]
+
+    def run_options(self) -> list[str]:
+        """Options of the benchmark's run itself, ahead of the size and
+        buffer options (a collective's iterations and validation)."""
+        return []
 
 
 @rfm.simple_test
@@ -194,8 +200,7 @@ class OsuCollective(OsuBase):
         if self.buffer == 'cuda':
             self.num_gpus_per_node = self.num_tasks_per_node
 
-    @run_before('run')
-    def add_iterations_and_validation(self):
+    def run_options(self) -> list[str]:
         options = ['-x', str(self.warmup_iterations),
                    '-i', str(self.iterations)]
         if self.validate:
@@ -203,12 +208,12 @@ class OsuCollective(OsuBase):
             if self.validation_datatype:
                 options += ['-T', self.validation_datatype]
             self.parser_options = {**self.parser_options, 'validated': True}
-        self.executable_opts = options + self.executable_opts
+        return options
 
 
 @rfm.simple_test
-class OsuPointToPointSpack(OsuPointToPoint, FromSpack):
+class OsuPointToPointSpack(FromSpack, OsuPointToPoint):
     descr = 'OSU point-to-point, built with Spack (host buffers)'
     buffer = parameter(['cpu'], inherit_params=False)
-    tags = {'network'}
+    tags = {'network', 'spack'}
     spack_build = fixture(SpackOsu, scope='environment')

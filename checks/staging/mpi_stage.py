@@ -22,13 +22,13 @@ from reframe.core.exceptions import SanityError
 
 from ..common import launch
 from ..common.benchmark import BenchmarkTest
-from ..common.node_layout import NodeLayout
 from ..common.scratch import JOB_TAG_COMMAND, job_scratch_dir
 
 FIRST_RUN = 'first.err'
 SECOND_RUN = 'second.err'
 @rfm.simple_test
-class MpiStageCheck(BenchmarkTest, NodeLayout):
+class MpiStageCheck(BenchmarkTest):
+    lays_out_ranks = True
     descr = 'mpi-stage: shared storage to local NVMe on N nodes, and no-copy'
     parser_tool = 'mpi-stage'
     parsed_stream = FIRST_RUN
@@ -185,7 +185,6 @@ class MpiStageCheck(BenchmarkTest, NodeLayout):
     def no_copy_time(self):
         return self.second_run().metrics['total_time'].value
 
-    @run_before('performance')
-    def add_no_copy_time(self):
-        self.perf_variables['no_copy_time'] = sn.make_performance_function(
-            self.no_copy_time(), 's')
+    def derived_perf_variables(self) -> dict:
+        return {'no_copy_time': sn.make_performance_function(
+            self.no_copy_time(), 's')}

@@ -30,9 +30,7 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 
 from ..common.benchmark import BenchmarkTest
-from ..common.node_layout import NodeLayout
 from ..common.scratch import JOB_TAG_COMMAND, job_scratch_dir
-from ..common.size_profile import SizeProfile
 from ..common.spack import FromSpack, SpackIor
 
 MIB = 2 ** 20
@@ -111,10 +109,12 @@ def cache_defeat(num_nodes: int, direct_io: bool) -> str:
     return ''
 
 
-class IorBase(BenchmarkTest, NodeLayout, SizeProfile):
+class IorBase(BenchmarkTest):
     """Write then read a file per process (or one shared file) with POSIX
     or MPI-IO; bandwidth is the *Mean* of IOR's summary rows."""
 
+    lays_out_ranks = True
+    has_smoke_size = True
     parser_tool = 'ior'
     tool_binary = 'ior'
     tool_hint = ('Azure HPC images do not ship it: `spack install ior` '
@@ -244,7 +244,7 @@ class IorCheck(IorBase):
 
 
 @rfm.simple_test
-class IorSpackCheck(IorBase, FromSpack):
+class IorSpackCheck(FromSpack, IorBase):
     descr = 'IOR built with Spack (ReFrame Spack build system)'
-    tags = {'storage'}
+    tags = {'storage', 'spack'}
     spack_build = fixture(SpackIor, scope='environment')

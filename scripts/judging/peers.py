@@ -410,7 +410,7 @@ def test_of(row: dict) -> str:
 
 
 def is_smoke(row: dict) -> bool:
-    """A smoke-size row (checks/common/size_profile.py)."""
+    """A smoke-size row (checks/common/job_request.py)."""
     params = row.get('check_params') or {}
     if isinstance(params, str):
         try:

@@ -2,7 +2,7 @@
 comparison, size profiles, IOR sizing and cache defeat, scratch names."""
 import pytest
 
-from checks.common import scratch, size_profile, time_limit
+from checks.common import job_request, scratch, time_limit
 from checks.cpu import stream_method
 from checks.storage import ior
 from tests.support.helpers import read_data
@@ -16,11 +16,11 @@ def test_time_limit_is_factor_times_expected_plus_margin():
 
 
 def test_size_profile_auto_is_smoke_only_on_the_local_scheduler():
-    assert size_profile.resolve('auto', 'local') == 'smoke'
-    assert size_profile.resolve('auto', 'slurm') == 'full'
-    assert size_profile.resolve('full', 'local') == 'full'
+    assert job_request.resolve_profile('auto', 'local') == 'smoke'
+    assert job_request.resolve_profile('auto', 'slurm') == 'full'
+    assert job_request.resolve_profile('full', 'local') == 'full'
     with pytest.raises(ValueError):
-        size_profile.resolve('huge', 'slurm')
+        job_request.resolve_profile('huge', 'slurm')
 
 
 def _replayed_fingerprint(env):
