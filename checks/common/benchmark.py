@@ -1,37 +1,39 @@
 """The base every clusterproof check derives from (not a test itself).
 
-Its hooks are the only ones a check inherits; each calls its plugins'
-steps in the order written here. A check's own hooks run after these,
-except after those marked "last":
+A check is this class and its two plugins: JobScript (job_script.py: what
+the job asks of the scheduler and records about its nodes) and ParsedOutput
+(parsed_output.py: the output parsed into perf variables, per node in a
+batch job). The references and the verdicts are this class's own.
 
-- after setup (``_set_up_the_run``): JobRequest (job_request.py) resolves
-  the size profile and lays out the ranks; ExternalTool (external_tool.py)
-  finds the tool, or skips the test, or has the job check for it first.
+Its hooks are the only ones a check inherits; each calls the steps in the
+order written here. A check's own hooks run after these, except after
+those marked "last":
+
+- after setup (``_set_up_the_run``): the size profile and the rank layout
+  (job_request.py); the tool found, or the test skipped, or the job made
+  to check for it first (external_tool.py).
 - after setup, last (``_settle_the_job``), once the check's own hooks sized
-  the run: JobRequest settles the request (rank binding, a request no node
-  holds is skipped, the time limit, the launcher's options); NodeProbe
-  (node_probe.py) puts at the front of the job script the line that
-  records the nodes and the node probe before the run (each node's VM size
-  and health sample), and the probe after the run first after it.
+  the run: the request settled (job_request.py: rank binding, a request no
+  node holds is skipped, the time limit, the launcher's options); at the
+  front of the job script the line that records the nodes and the node
+  probe before the run (each node's VM size and health sample), and the
+  probe after the run first after it (node_probe.py).
 - before run, last (``_fan_out``), once the check's own hooks wrote its
-  command: FannedJob (fanned_job.py) turns a batch job into one step per
-  node or pair.
-- after run (``_read_what_the_job_recorded``): NodeProbe reads, once, the
-  nodes and the probe's files (the VM sizes, the health samples).
-- sanity: ParsedOutput (parsed_output.py, FannedJob's base) parses the
-  output once, per node or pair in a batch job.
-- before performance, last (``_name_the_values``): SkuReferences
-  (sku_references.py) sets each metric's reference for the node's VM size
-  and the run's method (thresholds only where nothing says otherwise);
-  ParsedOutput adds the parsed perf variables, the check its derived ones
-  (:meth:`BenchmarkTest.derived_perf_variables`); FannedJob makes them one
-  per node or pair.
+  command: a batch job becomes one step per node or pair (fanned_job.py).
+- after run (``_read_what_the_job_recorded``): the nodes and the probe's
+  files read, once (node_probe.py).
+- sanity: the output parsed once, per node or pair in a batch job
+  (ParsedOutput).
+- before performance, last (``_name_the_values``): each metric's reference
+  for the node's VM size and the run's method, with thresholds only where
+  nothing says otherwise (sku_references.py); the parsed perf variables,
+  the check's derived ones (:meth:`BenchmarkTest.derived_perf_variables`),
+  then, in a batch job, one of each per node or pair (fanned_job.py).
 - performance: ReFrame compares each value with its thresholds.
-- after performance (``_judge_the_values``): site_baseline_verdicts.py
-  asks the one judge
-  (config/results/rows/judge.py) for the verdict of every value (the site
-  baseline beside the published reference) and fails the test where it
-  says fail.
+- after performance (``_judge_the_values``): the one judge
+  (config/results/rows/judge.py) gives every value its verdict
+  (site_baseline_verdicts.py: the site baseline beside the published
+  reference), and the test fails where it says fail.
 
 The test then lists what it measured (:meth:`BenchmarkTest.measurements`,
 measurements.py); config/results/rows/builder.py makes a row of each,
@@ -43,16 +45,12 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import PerformanceError
 
-from . import measurements, site_baseline, site_baseline_verdicts
-from .fanned_job import FannedJob
-from .job_request import JobRequest
-from .node_probe import NodeProbe
-from .sku_references import SkuReferences
-from .external_tool import ExternalTool
+from . import measurements, site_baseline_verdicts, sku_references
+from .job_script import JobScript
+from .parsed_output import ParsedOutput
 
 
-class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
-                    ExternalTool, NodeProbe, JobRequest):
+class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, JobScript):
     valid_systems = ['*']
     # MPI programs by default; OpenMP-only or serial checks narrow this.
     valid_prog_environs = ['+mpi']
@@ -65,12 +63,72 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
     #: 'mlx5_ib0'). Its row then holds the metric ('bw_avg') and the device.
     metric_devices = variable(typ.Dict[str, str], value={})
 
-    def vm_sku(self) -> str:   # sku_references.py asks
+    # The references (sku_references.py)
+    #: Data file checks/references/<family>.yaml
+    reference_family = variable(str, value='')
+
+    #: Why this run must not be judged (another method than the reference's,
+    #: a smoke size...): any reason keeps the references without thresholds,
+    #: so the rows say 'informational'. Set before the performance stage.
+    no_verdict_reasons = variable(typ.List[str], value=[])
+
+    #: Metrics that add up the work of all the test's nodes (HPL Gflops):
+    #: their per-node peak is multiplied by the test's num_nodes.
+    peaks_scale_with_nodes = variable(typ.List[str], value=[])
+
+    #: Filled from the reference data: metric -> where its value comes from.
+    reference_sources = variable(typ.Dict[str, str], value={})
+
+    #: Metric -> theoretical limit on this SKU in the metric's unit, and its
+    #: source (filled from the reference data's peaks).
+    metric_peaks = variable(typ.Dict[str, float], value={})
+    peak_sources = variable(typ.Dict[str, str], value={})
+
+    #: Perf variable -> its reference key (filled by the check; stored on
+    #: the row as ``reference_key``).
+    metric_reference_keys = variable(typ.Dict[str, str], value={})
+
+    #: Perf variable -> why the reference shown beside it does not judge
+    #: it (how the methods differ, what the source leaves unstated).
+    reference_differences = variable(typ.Dict[str, typ.List[str]],
+                                     value={})
+    #: [the values judged, their verdicts] (site_baseline_verdicts.py).
+    site_baseline_judged = variable(list, value=[], loggable=False)
+
+    # What a check says about its run (override)
+    def reference_method(self) -> dict:
+        """The run's method fingerprint (reference_key.FINGERPRINTS)."""
+        return {}
+
+    def reference_nodes(self) -> int:
+        return int(self.num_nodes or 1)
+
+    def reference_fabric(self) -> str | None:
+        return None
+
+    def peak_factor(self) -> tuple[float, str]:
+        """What a peak is multiplied by for this run, and why (2 for a
+        bidirectional perftest, whose figure sums both directions)."""
+        return 1, ''
+
+    def derived_perf_variables(self) -> dict:
+        """Perf variables the check computes from its parsed ones (HPL's
+        efficiency against the peak): name -> performance function."""
+        return {}
+
+    def sku_peaks(self, sku: str) -> tuple[dict, dict]:
+        """({metric: peak}, {metric: its source}) on a node of VM size
+        *sku* in this run."""
+        return sku_references.peaks(self, sku)
+
+    # What the run is
+    def vm_sku(self) -> str:
         """The SKU the node reported after the run (node_probe.py), else the
         one its partition declares."""
-        return self.vm_sku_observed or super().vm_sku()
+        return (self.vm_sku_observed
+                or self.current_partition.extras.get('vm_sku', ''))
 
-    def reference_metrics(self) -> dict[str, str]:   # sku_references.py asks
+    def reference_metrics(self) -> dict[str, str]:
         """Perf variable -> the metric it is a value of: 'bw_avg_mlx5_ib0'
         of device 'mlx5_ib0' is a value of 'bw_avg'."""
         found = {}
@@ -80,6 +138,14 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
                           if device and var.endswith(f'_{device}') else var)
         return found
 
+    def reference_of(self, target: str, name: str):
+        return sku_references.reference_of(self, target, name)
+
+    def judge_without_verdict(self, reason: str) -> None:
+        """Keep every reference of the run without thresholds, saying why
+        (node_probe.py: a node of another VM size)."""
+        self.no_verdict_reasons = list(self.no_verdict_reasons) + [reason]
+
     def nodes_pinned(self) -> list[str]:   # fanned_job.py asks
         return list(self.pinned_nodes)
 
@@ -87,26 +153,9 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
         return [self.reference_sources, self.metric_reference_keys,
                 self.metric_devices]
 
-    #: [the values judged, their verdicts]: judged once per set of values.
-    site_baseline_judged = variable(list, value=[], loggable=False)
-
+    # What it measured
     def site_baseline_verdicts(self) -> dict[str, dict]:
-        """Perf variable -> what the site baseline says of its value
-        (site_baseline_verdicts.py); only the variables that have an entry.
-        Known once the performance stage has evaluated the values. Judged
-        once per set of values: the hook below and the rows ask alike."""
-        measured = tuple((name, info[0]) for name, info
-                         in (self.perfvalues or {}).items())
-        judged = self.site_baseline_judged
-        if judged and judged[0] == measured:
-            return judged[1]
-        found = site_baseline_verdicts.baseline_verdicts(
-            dict(self.perfvalues or {}), self.metric_reference_keys,
-            self.metric_devices,
-            site_baseline.cluster_of(self.current_system.name),
-            self.display_name.split(' ')[0])
-        self.site_baseline_judged = [measured, found]
-        return found
+        return site_baseline_verdicts.judged(self)
 
     def measurements(self, logged: dict | None = None) -> dict:
         """What this test measured: ReFrame's perf variable name -> its
@@ -141,11 +190,7 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
                 self.current_partition.fullname, var),
             baseline_verdicts=baseline)
 
-    def derived_perf_variables(self) -> dict:
-        """Perf variables the check computes from its parsed ones (HPL's
-        efficiency against the peak): name -> performance function."""
-        return {}
-
+    # The stages
     @run_after('setup')
     def _set_up_the_run(self):
         self.resolve_size_profile()
@@ -167,7 +212,7 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, FannedJob, SkuReferences,
 
     @run_before('performance', always_last=True)
     def _name_the_values(self):
-        self.set_sku_references()
+        sku_references.set_references(self)
         self.add_parsed_perf_variables()
         self.perf_variables.update(self.derived_perf_variables())
         self.perf_variables_per_group()

@@ -81,7 +81,7 @@ def split_group(var: str | None, groups: dict) -> tuple[str | None,
 class TestFacts:
     """What a test's plugins recorded, that its measurements carry: each
     test fills it from its own declared state (BenchmarkTest.test_facts,
-    NodeProbe.node_facts); nothing here reads the test."""
+    JobScript.node_facts); nothing here reads the test."""
     perfvalues: dict = field(default_factory=dict)   # ReFrame's
     vm_sku: str | None = None
     check_params: dict = field(default_factory=dict)

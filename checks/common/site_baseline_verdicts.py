@@ -81,6 +81,23 @@ def baseline_verdicts(perfvalues: dict, keys: dict, devices: dict,
     return found
 
 
+def judged(test) -> dict[str, dict]:
+    """:func:`baseline_verdicts` of *test*'s values, judged once per set of
+    values (its ``site_baseline_judged``): the performance stage and the
+    rows ask alike. Known once the performance stage evaluated them."""
+    values = dict(test.perfvalues or {})
+    measured = tuple((name, info[0]) for name, info in values.items())
+    if test.site_baseline_judged and \
+            test.site_baseline_judged[0] == measured:
+        return test.site_baseline_judged[1]
+    found = baseline_verdicts(
+        values, test.metric_reference_keys, test.metric_devices,
+        site_baseline.cluster_of(test.current_system.name),
+        test.display_name.split(' ')[0])
+    test.site_baseline_judged = [measured, found]
+    return found
+
+
 def failures(measured) -> list[str]:
     """The one judge's reasons for every failing value of *measured* (the
     test's Measurements), each once; a health sample never fails a job."""

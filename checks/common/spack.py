@@ -49,7 +49,7 @@ class SpackBuild(rfm.CompileOnlyRegressionTest):
 class FromSpack(rfm.RegressionTestPlugin):
     """Load the ``spack_build`` fixture's spec before the tool runs: a
     check lists it first among its bases, ahead of BenchmarkTest's
-    ExternalTool, and carries the tag 'spack'."""
+    JobScript, and carries the tag 'spack'."""
 
     def tool_setup_commands(self) -> list[str]:
         return [self.spack_build.load_command()]

@@ -22,7 +22,7 @@ import reframe.utility.typecheck as typ
 
 from ..common import references
 from ..common.benchmark import BenchmarkTest
-from ..common.parsed_output import GUARD_PREFIX
+from ..common.job_end import GUARD_PREFIX
 from ..common.spack import FromSpack, SpackHpl
 from . import hpl_input
 

@@ -26,8 +26,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
 from ..common import measurements
-from ..common.node_probe import NodeProbe
-from ..common.external_tool import ExternalTool
+from ..common.job_script import JobScript
 from ..health import assessment, gpu_node, rules
 from ..parsers import dcgmi, nvidia_smi
 
@@ -51,7 +50,7 @@ def identities_command(seconds: int) -> str:
     return f'timeout {seconds} nvidia-smi -q > {IDS_FILE} 2>&1 || true'
 
 
-class GpuNodeCheck(rfm.RunOnlyRegressionTest, NodeProbe):
+class GpuNodeCheck(rfm.RunOnlyRegressionTest, JobScript):
     """One job on one GPU node; its findings per GPU (not a test). The
     health sampler runs around it as around every check (its ``nvidia-smi
     nvlink -e`` counters before and after the job give the deltas), and
@@ -204,7 +203,7 @@ class GpuNvlink(GpuNodeCheck):
 
 
 @rfm.simple_test
-class GpuDiag(GpuNodeCheck, ExternalTool):
+class GpuDiag(GpuNodeCheck):
     descr = 'DCGM active diagnostics (dcgmi diag -j): a result per plugin ' \
             'and GPU'
     tags = {'gpu', 'health', 'acceptance'}

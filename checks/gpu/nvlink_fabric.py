@@ -21,7 +21,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 
 from ..common import measurements
-from ..common.node_probe import NodeProbe
+from ..common.job_script import JobScript
 from ..parsers.nvidia_fabric import node_fabric
 
 IMEX_PREFIX = 'clusterproof-imex: '
@@ -36,7 +36,7 @@ def imex_state(text: str) -> str:
 
 
 @rfm.simple_test
-class NvlinkFabric(rfm.RunOnlyRegressionTest, NodeProbe):
+class NvlinkFabric(rfm.RunOnlyRegressionTest, JobScript):
     descr = 'NVLink domain, fabric registration and IMEX of a GB200/GB300 VM'
     valid_systems = ['+gpu']
     valid_prog_environs = ['builtin']

@@ -125,7 +125,7 @@ class PerGpuBenchmark(BenchmarkTest):
         self.read_run_files()
 
     def name_the_gpus(self):
-        # the probe's files, as NodeProbe read them (node_probe.py)
+        # the probe's files, as read once after the run (node_probe.py)
         found = gpu_identities(self.node_samples)
         self.metric_gpus = {
             gpu_var(metric, i): found.get(i, {'index': i})

@@ -34,7 +34,7 @@ import reframe.utility.typecheck as typ
 from .. import parsers
 from ..common import launch
 from ..common.benchmark import BenchmarkTest
-from ..common.parsed_output import GUARD_PREFIX
+from ..common.job_end import GUARD_PREFIX
 from ..parsers import perftest as perftest_parser
 
 SCRIPT = 'perftest_hcas.sh'
