@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -770,6 +771,11 @@ def test_leftover_detection_sees_marked_processes(tmp_path):
         ['sleep', '30'], env={**os.environ,
                               'CLUSTERPROOF_STANDIN_RUN': str(tmp_path)})
     try:
+        # until the child has exec'd, /proc shows the parent's environment
+        deadline = time.monotonic() + 10
+        while (not _standin_processes(str(tmp_path))
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
         assert _standin_processes(str(tmp_path)) == [str(sleeper.pid)]
     finally:
         sleeper.kill()
