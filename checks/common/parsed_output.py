@@ -1,11 +1,7 @@
-"""Sanity and performance of a test, both read through its tool's parser:
-the plugin that turns a job's output into perf variables.
-
-The output is parsed once (checks/parsers/), per node or pair where a batch
-job ran the check once per group (fanned_job.py). BenchmarkTest's hooks
-call its steps: the parsed perf variables before performance, then, in a
-batch job, one of each per group; the job fanned out over its nodes last
-before run.
+"""Sanity and performance of a test, both read through its tool's parser
+(checks/parsers/): the plugin that turns a job's output into perf
+variables, parsed once, per node or pair where a batch job ran the check
+once per group (fanned_job.py). BenchmarkTest's hooks call its steps.
 """
 from __future__ import annotations
 
@@ -46,8 +42,7 @@ class ParsedOutput(rfm.RegressionTestPlugin):
     #: Metric name -> unit; each becomes a performance variable.
     perf_metrics = variable(typ.Dict[str, str], value={})
 
-    #: The parses of this run's output files, made once each (file and
-    #: parser options -> ParseResult); not logged.
+    #: The parses of this run, made once each (parsed_once); not logged.
     parse_results = variable(typ.Dict[str, object], value={},
                              loggable=False)
 
@@ -114,9 +109,14 @@ class ParsedOutput(rfm.RegressionTestPlugin):
     def parse_file(self, path: str, **options) -> parsers.ParseResult:
         """Parse one output file of this test, once per run; a missing file
         is a failure."""
-        key = f'{path} {sorted(options.items())!r}'
+        return self.parsed_once(f'{path} {sorted(options.items())!r}',
+                                lambda: _parse_now(self, path, options))
+
+    def parsed_once(self, key: str, make) -> parsers.ParseResult:
+        """*make()* once per run, kept with the parses (a check that
+        reworks its parse: several files, metrics added)."""
         if key not in self.parse_results:
-            self.parse_results[key] = _parse_now(self, path, options)
+            self.parse_results[key] = make()
         return self.parse_results[key]
 
     def parsed(self) -> parsers.ParseResult:

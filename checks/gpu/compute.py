@@ -110,17 +110,17 @@ class GpuComputeBase(PerGpuBenchmark):
                     self.metric_devices.pop(gpu_var(metric, i), None)
 
     def parsed(self):
-        cache = self.__dict__.setdefault('_clusterproof_with_samples', {})
-        if 'result' not in cache:
-            result = super().parsed()
-            for i, gpu in self.samples().items():
-                for metric, unit in SAMPLER_METRICS.items():
-                    value = getattr(gpu, metric)
-                    if value is not None:
-                        result.metrics[gpu_var(metric, i)] = \
-                            parsers.Metric(value, unit)
-            cache['result'] = result
-        return cache['result']
+        return self.parsed_once('with samples', self._with_samples)
+
+    def _with_samples(self):
+        result = super().parsed()
+        for i, gpu in self.samples().items():
+            for metric, unit in SAMPLER_METRICS.items():
+                value = getattr(gpu, metric)
+                if value is not None:
+                    result.metrics[gpu_var(metric, i)] = \
+                        parsers.Metric(value, unit)
+        return result
 
 
 @rfm.simple_test

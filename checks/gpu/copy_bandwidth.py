@@ -140,18 +140,18 @@ class GpuCopyBandwidth(PerGpuBenchmark):
                 '(nvidia-smi -lgc failed): the floors were measured locked')
 
     def parsed(self):
-        cache = self.__dict__.setdefault('_clusterproof_renamed', {})
-        if 'result' not in cache:
-            names = {f'{case}_{self.engine}': metric
-                     for case, metric in TESTCASES.items()}
-            result = renamed(super().parsed(), names, self.parser_tool)
-            missing = missing_gpus(
-                result, sorted({var.rsplit('_gpu', 1)[0]
-                                for var in self.perf_metrics}),
-                self.gpu_count())
-            if result.ok and missing:
-                result = parsers.failure(
-                    self.parser_tool, 'no value for ' + ', '.join(missing),
-                    result.metrics, result.details)
-            cache['result'] = result
-        return cache['result']
+        return self.parsed_once('renamed', self._renamed)
+
+    def _renamed(self):
+        names = {f'{case}_{self.engine}': metric
+                 for case, metric in TESTCASES.items()}
+        result = renamed(super().parsed(), names, self.parser_tool)
+        missing = missing_gpus(
+            result, sorted({var.rsplit('_gpu', 1)[0]
+                            for var in self.perf_metrics}),
+            self.gpu_count())
+        if result.ok and missing:
+            result = parsers.failure(
+                self.parser_tool, 'no value for ' + ', '.join(missing),
+                result.metrics, result.details)
+        return result

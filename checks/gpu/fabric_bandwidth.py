@@ -98,23 +98,23 @@ class GpuFabricBandwidth(PerGpuBenchmark):
             for p in range(self.gpu_total())}
 
     def parsed(self):
-        cache = self.__dict__.setdefault('_clusterproof_fabric', {})
-        if 'result' not in cache:
-            result = super().parsed()
-            metrics = {name.replace(f'{TESTCASE}_', f'{METRIC}_', 1): metric
-                       for name, metric in result.metrics.items()
-                       if name.startswith(f'{TESTCASE}_gpu')}
-            missing = [var for var in self.perf_metrics
-                       if var not in metrics]
-            if result.ok and missing:
-                result = parsers.failure(
-                    self.parser_tool, 'no value for ' + ', '.join(missing),
-                    metrics, result.details)
-            elif result.ok:
-                result = parsers.success(self.parser_tool, metrics,
-                                         result.details)
-            else:
-                result = parsers.failure(self.parser_tool, result.reason,
-                                         metrics, result.details)
-            cache['result'] = result
-        return cache['result']
+        return self.parsed_once('fabric', self._named_by_gpu)
+
+    def _named_by_gpu(self):
+        result = super().parsed()
+        metrics = {name.replace(f'{TESTCASE}_', f'{METRIC}_', 1): metric
+                   for name, metric in result.metrics.items()
+                   if name.startswith(f'{TESTCASE}_gpu')}
+        missing = [var for var in self.perf_metrics
+                   if var not in metrics]
+        if result.ok and missing:
+            result = parsers.failure(
+                self.parser_tool, 'no value for ' + ', '.join(missing),
+                metrics, result.details)
+        elif result.ok:
+            result = parsers.success(self.parser_tool, metrics,
+                                     result.details)
+        else:
+            result = parsers.failure(self.parser_tool, result.reason,
+                                     metrics, result.details)
+        return result

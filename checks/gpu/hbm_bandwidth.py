@@ -96,10 +96,7 @@ class GpuMemoryBandwidth(PerGpuBenchmark):
         self.keep_files += [output_name(i) for i in range(self.gpu_count())]
 
     def parsed(self):
-        cache = self.__dict__.setdefault('_clusterproof_per_gpu', {})
-        if 'result' not in cache:
-            cache['result'] = per_gpu_result({
-                i: self.parse_file(os.path.join(self.output_dir(),
-                                                output_name(i)))
-                for i in range(self.gpu_count())})
-        return cache['result']
+        return self.parsed_once('per GPU', lambda: per_gpu_result({
+            i: self.parse_file(os.path.join(self.output_dir(),
+                                            output_name(i)))
+            for i in range(self.gpu_count())}))

@@ -405,11 +405,9 @@ class PerftestBase(BenchmarkTest):
         if self.fanned_out() and not self.measuring_group:
             return self._on_first_good_group(self.parsed)
         # one result per group of a batch job ('' = the job's own)
-        cache = self.__dict__.setdefault('_clusterproof_per_hca', {})
-        if self.measuring_group not in cache:
-            cache[self.measuring_group] = per_hca_result(
-                {hca: self.parse_hca(hca) for hca in self.hca_list()})
-        return cache[self.measuring_group]
+        return self.parsed_once(
+            f'per HCA {self.measuring_group}', lambda: per_hca_result(
+                {hca: self.parse_hca(hca) for hca in self.hca_list()}))
 
 @rfm.simple_test
 class PerftestPair(PerftestBase):

@@ -74,14 +74,8 @@ STAGE_METHODS = {'setup', 'compile', 'compile_wait', 'run', 'run_wait',
                  'sanity', 'check_sanity', 'performance',
                  'check_performance', 'cleanup'}
 
-# file (relative to checks/) -> reads of state by name; lower it as they go.
-READS_BY_NAME = {
-    'gpu/compute.py': 1,
-    'gpu/copy_bandwidth.py': 1,
-    'gpu/fabric_bandwidth.py': 1,
-    'gpu/hbm_bandwidth.py': 1,
-    'network/perftest.py': 1,
-}
+# file (relative to checks/) -> reads of state by name: none is left.
+READS_BY_NAME = {}
 
 
 def check_classes() -> dict[str, type]:
