@@ -101,7 +101,8 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, JobScript):
         return {}
 
     def reference_nodes(self) -> int:
-        return int(self.num_nodes or 1)
+        # num_nodes is the run's own only where the check lays out its ranks
+        return int(self.num_nodes or 1) if self.lays_out_ranks else 1
 
     def reference_fabric(self) -> str | None:
         return None
