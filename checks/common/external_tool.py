@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 import shutil
 
-
 from .job_end import GUARD_PREFIX
 
 
