@@ -60,8 +60,9 @@ def _partition(name, slurm_partition, scheduler, vm_sku, descr):
             # ... and slow each other unevenly when measured together (five
             # HPCC runs at once: 3 of 5 healthy nodes below their peers), so
             # a node check's batch job measures one node after the other
-            # (checks/common/fan_out.py, AT_ONCE). Five one-node jobs
-            # (--node-batch 1, confirmations) may still run together.
+            # (checks/common/fan_out.py, AT_ONCE), and acceptance's
+            # confirmations run their jobs one by one (confirm.py). Five
+            # one-node jobs of --node-batch 1 may still run together.
             'nodes_measured_at_once': 1,
             'shared_fs': os.path.join(SANDBOX_DIR, 'shared'),
             'local_nvme': os.path.join(SANDBOX_DIR, 'local'),

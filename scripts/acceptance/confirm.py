@@ -9,6 +9,15 @@ re-measure them; this can. The new value is held against the same
 peers (their median and spread from the first run) and the same baseline
 and published reference; each attempt's verdict is kept on the finding.
 
+A peer failure is re-measured beside up to CONTROLS nodes that passed the
+same checks (its *controls*): the re-run must fail against the first run's
+peers and also at the controls' level, value x (the peers' first median /
+the controls' median now), so that a host or fabric that ran slower for a
+while (it moves every node alike) is not held against the node. Where a partition
+measures one node at a time (the extra ``nodes_measured_at_once`` = 1:
+the sandbox's nodes share one host's cores), the session's jobs run one
+after the other (ReFrame's serial execution policy).
+
 A node bad from pair checks (it failed with two partners) re-runs its
 failing pair checks with a partner that passed (repair.py's choice): it is
 bad only if it fails with that partner too, every attempt; when it passes,
@@ -16,14 +25,19 @@ its pair failures (and their partners' side of the same runs) are set
 aside."""
 from __future__ import annotations
 
+import statistics
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from . import judge, plan, repair, verdicts
-from .findings import PASSED_AGAIN
+from .findings import GOOD, NOT_JUDGED, PASSED_AGAIN, PEERS
 
 PASSED = PASSED_AGAIN
+#: good nodes measured again beside the nodes their peers flagged
+CONTROLS = 2
+#: ReFrame's options for a session whose jobs must run one at a time
+ONE_AT_A_TIME = ['--exec-policy', 'serial']
 #: The partner's side of a pair run that its node then passed with a good
 #: partner: not that partner's failure (and it is not flaky for it).
 PARTNER_PASSED = 'its partner passed when measured again'
@@ -43,9 +57,50 @@ def _failing(node_verdicts, scope: str = 'node'
     return wanted
 
 
+def _controls(partition: str, classes, judged, findings, flagged
+              ) -> list[str]:
+    """Up to CONTROLS nodes of *partition* that are neither bad nor
+    suspect and measured every one of *classes* without failing."""
+    fine = {v.node for v in judged if v.partition == partition
+            and v.verdict in (GOOD, NOT_JUDGED)} - set(flagged)
+    measured = defaultdict(set)
+    for f in findings:
+        if f.partition == partition and f.node in fine and \
+                f.scope == 'node' and \
+                f.verdict not in (verdicts.FAIL, verdicts.NOT_MEASURED):
+            measured[f.node].add(verdicts.class_name({'name': f.check}))
+    return [n for n in sorted(measured)
+            if set(classes) <= measured[n]][:CONTROLS]
+
+
+def _level_now(old: verdicts.Finding, new: list[verdicts.Finding],
+               controls: list[str]) -> float | None:
+    """The median of what *old*'s controls measured again."""
+    values = [f.value for f in new if f.node in controls
+              and f.check == old.check and f.metric == old.metric
+              and f.value is not None and f.verdict != verdicts.NOT_MEASURED]
+    return statistics.median(values) if values else None
+
+
+def _fails_again(first: judge.Decided, value: float,
+                 now: float | None) -> bool:
+    """Whether a re-measured *value* still fails on *first*'s basis; for a
+    peer failure with controls (*now*: their median), both against the
+    first run's peers and at their level (value x first median / now): a
+    drift that moved every node alike confirms nothing, and with none
+    this never confirms more than the first run's peers alone would."""
+    if not first.still_fails(value):
+        return False
+    if first.basis != PEERS or not now or not first.reference:
+        return True
+    return first.still_fails(value * first.reference / now)
+
+
 def _now_fails(old: verdicts.Finding, new: list[verdicts.Finding],
-               decided: dict[str, judge.Decided]) -> tuple[bool, str]:
-    """Whether the re-measured check still fails where *old* failed."""
+               decided: dict[str, judge.Decided], now: float | None = None
+               ) -> tuple[bool, str]:
+    """Whether the re-measured check still fails where *old* failed
+    (*now*: its controls' median, where it has controls)."""
     same = [f for f in new if f.check == old.check and f.node == old.node
             # a check that failed as a whole (sanity) against all it measured
             and (old.metric is None or f.metric == old.metric)]
@@ -57,15 +112,17 @@ def _now_fails(old: verdicts.Finding, new: list[verdicts.Finding],
         return True, 'not measured'
     first = decided.get(old.record_id)
     value = next((f.value for f in same if f.value is not None), None)
+    beside = f', its controls {now:g}' if now else ''
     if first is not None and first.still_fails is not None and \
-            value is not None and first.still_fails(value):
-        return True, f'{verdicts.FAIL} ({first.basis}: {value:g})'
-    return False, verdicts.PASS
+            value is not None and _fails_again(first, value, now):
+        return True, f'{verdicts.FAIL} ({first.basis}: {value:g}{beside})'
+    return False, verdicts.PASS + (f' ({value:g}{beside})'
+                                   if beside and value is not None else '')
 
 
 def _still_failing(old: verdicts.Finding, new: list[verdicts.Finding],
-                   decided: dict[str, judge.Decided], rows: list[dict]
-                   ) -> list[judge.Decided]:
+                   decided: dict[str, judge.Decided], rows: list[dict],
+                   now: float | None = None) -> list[judge.Decided]:
     """A failure decided after the run (peers, siblings) that failed
     again: a verdict about the confirmation's own row, held against what
     the first run held it against (so that the store's latest run of the
@@ -80,12 +137,14 @@ def _still_failing(old: verdicts.Finding, new: list[verdicts.Finding],
         row = by_record.get(f.record_id)
         if row is None or f.check != old.check or f.node != old.node or \
                 f.metric != old.metric or f.value is None or \
-                not first.still_fails(f.value):
+                not _fails_again(first, f.value, now):
             continue
         unit = f' {f.unit}' if f.unit else ''
+        beside = f' beside its controls (their median {now:,.6g}{unit})' \
+            if now and first.basis == PEERS else ' alone'
         found.append(judge.Decided(
             row, first.basis, True,
-            f'measured again alone: {f.value:,.6g}{unit}, still failing '
+            f'measured again{beside}: {f.value:,.6g}{unit}, still failing '
             f'against the first run ({first.reason})', first.reference,
             first.still_fails, verdicts.FAIL))
     return found
@@ -171,12 +230,15 @@ def timed(run_phase, cost: Cost, clock=time.monotonic):
 
 
 def confirm(attempts: int, findings: list, decided: list, nodes: dict,
-            run_phase, measure, say, cost: Cost | None = None) -> list:
+            run_phase, measure, say, cost: Cost | None = None,
+            one_at_a_time: frozenset = frozenset()) -> list:
     """Run up to *attempts* confirmation sessions; set aside the failures
     that pass (flaky). ``run_phase(phase) -> PhaseResult``;
     ``measure(results) -> (findings, decided, rows)`` judges a
-    confirmation's rows. Returns the decisions of the confirmation runs (for their verdict
-    rows); *cost* gathers the node-time it took."""
+    confirmation's rows. Returns the decisions of the confirmation runs
+    (for their verdict rows); *cost* gathers the node-time it took;
+    *one_at_a_time*: the partitions whose node sessions run their jobs one
+    after the other."""
     by_record = {d.row['record_id']: d for d in decided if d.fail}
     run_phase = timed(run_phase, cost if cost is not None else Cost())
     more = []
@@ -185,7 +247,7 @@ def confirm(attempts: int, findings: list, decided: list, nodes: dict,
         wanted, pairs = _failing(judged), _failing(judged, 'pair')
         if not wanted and not pairs:
             break
-        results = []
+        results, controls = [], {}
         for partition, targets in sorted(wanted.items()):
             system, _, name = partition.partition(':')
             # each node runs again only the checks it failed: one session
@@ -197,9 +259,18 @@ def confirm(attempts: int, findings: list, decided: list, nodes: dict,
                 say(f'confirming {len(group)} node(s) of {partition} '
                     f'(attempt {attempt} of {attempts}): '
                     f'{", ".join(classes)} on {", ".join(group)}')
+                beside = []
+                if any(f.basis == PEERS for n in group for f in targets[n]):
+                    beside = _controls(partition, classes, judged, findings,
+                                       targets)
+                if beside:
+                    say(f'  beside {", ".join(beside)} (controls: what '
+                        'their peers measure now)')
+                controls.update({(partition, n): beside for n in group})
                 results.append(run_phase(plan.Phase(
-                    system, name, 'node', [(n,) for n in group],
-                    names=classes, tag=tag, rerun=True)))
+                    system, name, 'node', [(n,) for n in group + beside],
+                    names=classes, tag=tag, rerun=True,
+                    options=ONE_AT_A_TIME if name in one_at_a_time else [])))
         for partition, targets in sorted(pairs.items()):
             phase = _pair_phase(partition, targets, judged, findings,
                                 attempt, say)
@@ -212,9 +283,12 @@ def confirm(attempts: int, findings: list, decided: list, nodes: dict,
         for targets in [*wanted.values(), *pairs.values()]:
             for found in targets.values():
                 for old in found:
-                    fails, what = _now_fails(old, new, by_record)
+                    now = _level_now(old, new, controls.get(
+                        (old.partition, old.node), [])) \
+                        if old.basis == PEERS else None
+                    fails, what = _now_fails(old, new, by_record, now)
                     old.confirmations.append(what)
-                    more += _still_failing(old, new, by_record, rows)
+                    more += _still_failing(old, new, by_record, rows, now)
                     if not fails:
                         old.set_aside = PASSED
                         _set_aside_pair(old, findings)

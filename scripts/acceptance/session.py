@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from checks.common import fan_out
 from checks.common.launch import SLURM_SCHEDULERS
 from config.results.azure import ingestion
 from config.results.store import sessions, files as store
@@ -259,6 +260,7 @@ def _inventory(options: Options, say):
         raise UnknownPartition(system, unknown, list(known))
     chosen = [known[p] for p in (options.partitions or known)]
     nodes, phases, notes, started, mnnvl = {}, [], [], {}, set()
+    one_at_a_time = set()
     budget = options.max_power_up
     for part in chosen:
         fullname = f"{system}:{part['name']}"
@@ -284,6 +286,8 @@ def _inventory(options: Options, say):
         nodes[fullname] = states
         if part.get('extras', {}).get('nccl_multinode_fabric') == 'mnnvl':
             mnnvl.add(part['name'])
+        if part.get('extras', {}).get(fan_out.AT_ONCE) == 1:
+            one_at_a_time.add(part['name'])
         starting = powering.choose(states, options.power_up, budget)
         budget -= len(starting)
         if starting:
@@ -301,7 +305,7 @@ def _inventory(options: Options, say):
                                      powering.read_suspend_time_s())
     for note in notes:
         say(note)
-    return nodes, phases, notes, mnnvl
+    return nodes, phases, notes, mnnvl, frozenset(one_at_a_time)
 
 
 def _once(function):
@@ -397,7 +401,7 @@ def run(options: Options, say=print) -> int:
     judgements, started, reservation = [], time.time(), None
     azure_reports, cost = None, None
     try:
-        nodes, phases, notes, mnnvl = _inventory(options, say)
+        nodes, phases, notes, mnnvl, one_at_a_time = _inventory(options, say)
         if options.resume:
             reservation = _hold_drained(nodes, session_id, options, say)
         blocks = _once(block_topology.read_blocks)
@@ -428,7 +432,7 @@ def run(options: Options, say=print) -> int:
                 options.confirm, findings, judgements, nodes,
                 lambda phase: run_phase(phase, options, workdir, say),
                 lambda again: _measure_again(again, started, options), say,
-                cost)
+                cost, one_at_a_time)
             if cost.sessions:
                 say(cost.line())
         health.name_concurrent_after(

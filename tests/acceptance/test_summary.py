@@ -60,10 +60,11 @@ def measured(rows):
                     record_id=r['record_id']) for r in rows]
 
 
-def judged_run(values, confirm_values=None, min_peers=4):
+def judged_run(values, confirm_values=None, min_peers=4, one_at_a_time=()):
     """Acceptance's judging of one run of STREAM on five nodes, and of a
-    confirmation run where *confirm_values* says what each flagged node
-    measures again (peers.py's rule, as acceptance applies it)."""
+    confirmation run where *confirm_values* says what each node measures
+    again (a control it does not name measures what it measured first;
+    peers.py's rule, as acceptance applies it)."""
     rows = [row(n, v) for n, v in zip(NODES, values)]
     findings = measured(rows)
     rules = peers.Rules(peers.Rule(min_peers=min_peers))
@@ -78,13 +79,16 @@ def judged_run(values, confirm_values=None, min_peers=4):
         return phase
 
     def measure(results):
-        again = [row(pin[0], confirm_values[pin[0]], record=f'{pin[0]}-2')
+        first = dict(zip(NODES, values))
+        again = [row(pin[0], confirm_values.get(pin[0], first[pin[0]]),
+                     record=f'{pin[0]}-2')
                  for phase in results for pin in phase.pins]
         return measured(again), [], again
 
     if confirm_values is not None:
         decided += confirm.confirm(1, findings, decided, nodes, run_phase,
-                                   measure, lambda line: None, cost)
+                                   measure, lambda line: None, cost,
+                                   frozenset(one_at_a_time))
     return verdicts.node_verdicts(findings, nodes), decided, findings, \
         phases, cost
 
@@ -97,11 +101,13 @@ def test_a_flag_that_repeats_is_bad_confirmed_and_drained_alone():
     by_node = {v.node: v for v in verdict_list}
     assert by_node['sb-n3'].verdict == verdicts.BAD
     assert by_node['sb-n3'].confirmed
-    # the node alone: one pin of one node, only the check it failed
-    assert [(p.scope, p.pins, p.names) for p in phases] == \
-        [('node', [('sb-n3',)], ('StreamCheck',))]
-    assert cost.sessions == 1 and cost.nodes == {'sb-n3'}
-    assert 'node-minutes: 1 node(s) measured again, 1 session(s)' in \
+    # a job of its own (one pin of one node), only the check it failed,
+    # beside two good nodes as controls
+    assert [(p.scope, p.pins, p.names, p.options) for p in phases] == \
+        [('node', [('sb-n3',), ('sb-n1',), ('sb-n2',)], ('StreamCheck',),
+          [])]
+    assert cost.sessions == 1 and cost.nodes == {'sb-n1', 'sb-n2', 'sb-n3'}
+    assert 'node-minutes: 3 node(s) measured again, 1 session(s)' in \
         cost.line()
     # a session of two nodes that took 90 s costs 3 node-minutes
     pair = confirm.Cost()
@@ -122,8 +128,31 @@ def test_a_flag_that_repeats_is_bad_confirmed_and_drained_alone():
              r['judged_record_id']) for r in rows] == [
         ('fail', ['sb-n3'], 'sb-n3-triad_bw'), ('fail', ['sb-n3'], 'sb-n3-2')]
     assert rows[1]['check_fail_reason'].startswith(
-        'measured again alone: 10,390 MB/s, still failing against the first '
-        "run (16.1% below the 4 peers' median")
+        'measured again beside its controls (their median 12,385 MB/s): '
+        '10,390 MB/s, still failing against the first run (16.1% below the '
+        "4 peers' median")
+
+
+def test_a_re_run_is_held_at_the_first_run_level_of_its_controls():
+    # the first run: sb-n3 16 % below its peers (noise: it measures like
+    # them again); then the host runs 16 % slower for a while, every node
+    # alike: held against the first median, its re-run would fail again
+    first = [12400.0, 12370.0, 10382.9, 12350.0, 12380.0]
+    slower = {n: round(v * 0.84, 1) for n, v in zip(NODES, first)}
+    slower['sb-n3'] = round(12370.0 * 0.84, 1)
+    verdict_list, _, findings, phases, _ = judged_run(first, slower)
+    by_node = {v.node: v for v in verdict_list}
+    assert by_node['sb-n3'].verdict == verdicts.FLAKY
+    [n3] = [f for f in findings if f.node == 'sb-n3' and f.verdict == FAIL]
+    assert n3.confirmations == ['pass (10390.8, its controls 10403.4)']
+    # still 16 % below its controls now: bad
+    verdict_list, _, findings, _, _ = judged_run(
+        first, {**slower, 'sb-n3': round(10382.9 * 0.84, 1)})
+    assert {v.node: v.verdict for v in verdict_list}['sb-n3'] == \
+        verdicts.BAD
+    # a partition that measures one node at a time runs them one by one
+    *_, phases, _ = judged_run(first, slower, one_at_a_time={'hbv4'})
+    assert phases[0].options == ['--exec-policy', 'serial']
 
 
 def test_a_flag_that_does_not_repeat_is_flaky_never_drained():
@@ -140,7 +169,8 @@ def test_a_flag_that_does_not_repeat_is_flaky_never_drained():
     assert document['counts']['nodes'][verdicts.FLAKY] == 1
     [flaky] = document['apart']['flaky']
     assert (flaky['node'], flaky['metric'], flaky['confirmations'],
-            flaky['confirmed']) == ('sb-n3', 'triad_bw', ['pass'], False)
+            flaky['confirmed']) == ('sb-n3', 'triad_bw',
+                                 ['pass (12360, its controls 12385)'], False)
     assert document['apart']['confirmed'] == []
     table = '\n'.join(summary.table_lines(verdict_list, []))
     assert re.search(r'^sb-n3 +StreamCheck +triad_bw +10382\.9 MB/s .* flaky +'

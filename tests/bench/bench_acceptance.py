@@ -55,7 +55,7 @@ def time_plan(work: Path, nodes: int) -> tuple[float, list]:
         checks=[str(REPO / 'checks')], tags=['acceptance']),
         system='azure', partitions=['hbv4'])
     start = time.monotonic()
-    _, phases, _, _ = session._inventory(options, say=lambda line: None)
+    _, phases, _, _, _ = session._inventory(options, say=lambda line: None)
     seconds = time.monotonic() - start
     argvs = [plan.reframe_options(p, options.selection, 'r.json', 'prefix',
                                   0) for p in phases]
