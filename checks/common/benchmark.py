@@ -19,7 +19,7 @@ those marked "last":
   probe before the run (each node's VM size and health sample), and the
   probe after the run first after it (node_probe.py).
 - before run, last (``_fan_out``), once the check's own hooks wrote its
-  command: a batch job becomes one step per node or pair (fanned_job.py).
+  command: a batch job becomes one step per node or pair (fan_out_results.py).
 - after run (``_read_what_the_job_recorded``): the nodes and the probe's
   files read, once (node_probe.py).
 - sanity: the output parsed once, per node or pair in a batch job
@@ -28,7 +28,7 @@ those marked "last":
   for the node's VM size and the run's method, with thresholds only where
   nothing says otherwise (sku_references.py); the parsed perf variables,
   the check's derived ones (:meth:`BenchmarkTest.derived_perf_variables`),
-  then, in a batch job, one of each per node or pair (fanned_job.py).
+  then, in a batch job, one of each per node or pair (fan_out_results.py).
 - performance: ReFrame compares each value with its thresholds.
 - after performance (``_judge_the_values``): the one judge
   (config/results/rows/judge.py) gives every value its verdict
@@ -147,10 +147,10 @@ class BenchmarkTest(rfm.RunOnlyRegressionTest, ParsedOutput, JobScript):
         (node_probe.py: a node of another VM size)."""
         self.no_verdict_reasons = list(self.no_verdict_reasons) + [reason]
 
-    def nodes_pinned(self) -> list[str]:   # fanned_job.py asks
+    def nodes_pinned(self) -> list[str]:   # fan_out_results.py asks
         return list(self.pinned_nodes)
 
-    def facts_by_metric(self) -> list[dict]:   # fanned_job.py asks
+    def facts_by_metric(self) -> list[dict]:   # fan_out_results.py asks
         return [self.reference_sources, self.metric_reference_keys,
                 self.metric_devices]
 

@@ -96,7 +96,7 @@ def settle(test) -> None:
     # one; a partition's configured time_limit is the site's choice.
     if test.time_limit is None and not partition.time_limit:
         # a batch of ring pairs runs its pairs in rounds, one after
-        # the other (fanned_job.py): each round as long as one run
+        # the other (fan_out_results.py): each round as long as one run
         test.time_limit = time_limit.limit_seconds(
             test.expected_seconds() * test.fan_rounds(),
             test.time_limit_factor)

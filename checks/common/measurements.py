@@ -93,7 +93,7 @@ class TestFacts:
     metric_gpus: dict = field(default_factory=dict)
     metric_peaks: dict = field(default_factory=dict)
     peak_sources: dict = field(default_factory=dict)
-    # a batch job's (fanned_job.py); reference_of(var): a var's reference
+    # a batch job's (fan_out_results.py); reference_of(var): a var's reference
     metric_groups: dict = field(default_factory=dict)
     group_peaks: dict = field(default_factory=dict)
     group_peak_sources: dict = field(default_factory=dict)

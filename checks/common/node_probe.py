@@ -131,7 +131,7 @@ def judge_vm_sizes(test, samples: dict, declared: str) -> None:
         node: found for node, size in sizes.items()
         if (found := vm_size.mismatch(partition, declared, size, node))}
     if test.measures_each_node_alone():
-        # fanned_job.py judges each node by its own size
+        # fan_out_results.py judges each node by its own size
         test.vm_sku_observed = vm_size.batch_size(sizes, declared)
         return
     test.vm_sku_observed = next(iter(sizes.values()), '')

@@ -1,7 +1,7 @@
 """Sanity and performance of a test, both read through its tool's parser
 (checks/parsers/): the plugin that turns a job's output into perf
 variables, parsed once, per node or pair where a batch job ran the check
-once per group (fanned_job.py). BenchmarkTest's hooks call its steps.
+once per group (fan_out_results.py). BenchmarkTest's hooks call its steps.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from .. import parsers
-from . import fan_out, fanned_job, job_end
+from . import fan_out, fan_out_results, job_end
 
 
 def _parse_now(test, path: str, options: dict) -> parsers.ParseResult:
@@ -46,7 +46,7 @@ class ParsedOutput(rfm.RegressionTestPlugin):
     parse_results = variable(typ.Dict[str, object], value={},
                              loggable=False)
 
-    # A batch job: the check run once per node or pair (fanned_job.py)
+    # A batch job: the check run once per node or pair (fan_out_results.py)
     #: True where the check can run once per node of a batch job (its
     #: command is one single-node run); see plan.py's FANOUT_CHECKS.
     fans_out = variable(typ.Bool, value=False)
@@ -154,7 +154,7 @@ class ParsedOutput(rfm.RegressionTestPlugin):
 
     def check_output(self) -> None:
         if self.fanned_out():
-            return fanned_job.check_groups(self)
+            return fan_out_results.check_groups(self)
         self.check_job()
         self.check_parsed()
 
@@ -244,7 +244,7 @@ class ParsedOutput(rfm.RegressionTestPlugin):
                 sn.make_performance_function(self.parsed_metric(name), unit))
 
     def fan_out_over_nodes(self) -> None:
-        fanned_job.spread_over_nodes(self)
+        fan_out_results.spread_over_nodes(self)
 
     def perf_variables_per_group(self) -> None:
-        fanned_job.perf_variables_per_group(self)
+        fan_out_results.perf_variables_per_group(self)

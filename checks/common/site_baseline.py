@@ -1,6 +1,6 @@
 """The site baseline layer (``CLUSTERPROOF_BASELINES``) as a ReFrame run and
 acceptance read it: the entries `clusterproof baseline` wrote
-(scripts/judging/baseline.py builds them), one lookup, and one judgement.
+(scripts/comparison/baseline.py builds them), one lookup, and one judgement.
 
 An entry is found by the cluster, the test class, the reference key the
 row is stored with (checks/common/reference_key.py) and the device; it is

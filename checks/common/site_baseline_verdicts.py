@@ -75,7 +75,7 @@ def baseline_verdicts(perfvalues: dict, keys: dict, devices: dict,
             'value': entry.value, 'lower': entry.lower,
             'upper': entry.upper, 'source': entry.source,
             # the healthy spread relative to the value: peers' floor
-            # (scripts/judging/peers.py, row column verdict_spread)
+            # (scripts/comparison/peers.py, row column verdict_spread)
             'spread': (entry.spread / abs(entry.value)
                        if entry.value and entry.spread else None)}
     return found

@@ -16,7 +16,7 @@ batch script (launch.on_every_node).
 A node whose size is not the partition's declared SKU is a mismatch: in a
 job that measures its nodes together the job's results are informational
 (``vm_sku_mismatch``); in a batch job that measures each node on its own
-(fanned_job.py) only that node's rows are (``vm_sku_mismatches``, node ->
+(fan_out_results.py) only that node's rows are (``vm_sku_mismatches``, node ->
 why), as its one-node job's would be.
 """
 from __future__ import annotations

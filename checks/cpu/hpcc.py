@@ -115,7 +115,7 @@ class HpccBase(BenchmarkTest):
 class HpccNode(HpccBase):
     descr = 'HPC Challenge on one node, one rank per core'
     tags = {'cpu', 'acceptance'}
-    # one run per node: a batch of nodes is one job (fanned_job.py)
+    # one run per node: a batch of nodes is one job (fan_out_results.py)
     fans_out = True
 
 
@@ -125,7 +125,7 @@ class HpccTwoNodes(HpccBase):
     num_nodes = 2
     tasks_per_node = 1
     tags = {'cpu', 'network', 'acceptance'}
-    # one run per pair: a batch of ring pairs is one job (fanned_job.py)
+    # one run per pair: a batch of ring pairs is one job (fan_out_results.py)
     fans_out = True
     fan_group_size = 2
 

@@ -35,7 +35,7 @@ class HpcgCheck(BenchmarkTest):
     has_smoke_size = True
     descr = 'HPCG GFLOP/s rating of a VALID run, one MPI rank per core'
     tags = {'cpu', 'acceptance'}
-    # one run per node: a batch of nodes is one job (fanned_job.py)
+    # one run per node: a batch of nodes is one job (fan_out_results.py)
     fans_out = True
     valid_systems = ['+cpu']
     valid_prog_environs = ['+mpi']

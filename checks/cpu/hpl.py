@@ -44,7 +44,7 @@ class HplCheck(BenchmarkTest):
     has_smoke_size = True
     descr = 'HPL Gflops with a generated HPL.dat, residual checks PASSED'
     tags = {'cpu', 'acceptance'}
-    # one run per node: a batch of nodes is one job (fanned_job.py)
+    # one run per node: a batch of nodes is one job (fan_out_results.py)
     fans_out = True
     valid_systems = ['+cpu']
     valid_prog_environs = ['+mpi']

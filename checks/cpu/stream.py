@@ -138,7 +138,7 @@ class StreamBase(BenchmarkTest):
 class StreamCheck(StreamBase):
     descr = 'STREAM memory bandwidth of one node (OpenMP)'
     tags = {'cpu', 'daily', 'acceptance'}
-    # one run per node: a batch of nodes is one job (fanned_job.py)
+    # one run per node: a batch of nodes is one job (fan_out_results.py)
     fans_out = True
     # One process: no MPI environment needed, and one run per partition
     valid_prog_environs = ['builtin']

@@ -20,7 +20,7 @@ Two tiers: GpuComputeQuick (60 s, tagged daily) and GpuComputeBurn
 reference key (checks/references/gpu_compute.yaml): a level published for
 another tool (ubergemm) is neither shown beside gpu_burn's rows nor judges
 them; gpu_burn's rows are judged against their sibling GPUs
-(scripts/judging/siblings.py).
+(scripts/comparison/siblings.py).
 """
 import os
 

@@ -8,7 +8,7 @@ kernel (``copy_bw``, ``mul_bw``, ``add_bw``, ``triad_bw``, ``dot_bw``, GB/s),
 each with peaks.yaml's ``gpu.hbm_bw`` as its peak, so a row says "% of
 peak". Nothing publishes a BabelStream floor for Azure: the Guide's typical
 figures (checks/references/babelstream.yaml) are shown beside the rows, and
-a slow GPU is found against its siblings (scripts/judging/siblings.py).
+a slow GPU is found against its siblings (scripts/comparison/siblings.py).
 A GPU whose output is missing, cut short or failed its validation fails
 the run, named.
 """

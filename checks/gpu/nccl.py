@@ -274,7 +274,7 @@ class NcclBase(BenchmarkTest):
 @rfm.simple_test
 class NcclSingleNode(NcclBase):
     descr = 'nccl-tests on one GPU VM, one rank per GPU'
-    # one run per node: a batch of nodes is one job (fanned_job.py)
+    # one run per node: a batch of nodes is one job (fan_out_results.py)
     fans_out = True
 
 

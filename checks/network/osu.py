@@ -139,7 +139,7 @@ class OsuPointToPoint(OsuBase):
     tasks_per_node = 1
     bind_ranks = True
     tags = {'network', 'daily', 'acceptance'}
-    # one run per pair: a batch of ring pairs is one job (fanned_job.py)
+    # one run per pair: a batch of ring pairs is one job (fan_out_results.py)
     fans_out = True
     fan_group_size = 2
     #: The HCA the pair talks over (UCX_NET_DEVICES=<hca>:1): '' = the

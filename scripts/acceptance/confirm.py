@@ -30,7 +30,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from . import judge, plan, repair, verdicts
+from . import compare, plan, repair, verdicts
 from .findings import GOOD, NOT_JUDGED, PASSED_AGAIN, PEERS
 
 PASSED = PASSED_AGAIN
@@ -82,7 +82,7 @@ def _level_now(old: verdicts.Finding, new: list[verdicts.Finding],
     return statistics.median(values) if values else None
 
 
-def _fails_again(first: judge.Decided, value: float,
+def _fails_again(first: compare.Decided, value: float,
                  now: float | None) -> bool:
     """Whether a re-measured *value* still fails on *first*'s basis; for a
     peer failure with controls (*now*: their median), both against the
@@ -97,7 +97,7 @@ def _fails_again(first: judge.Decided, value: float,
 
 
 def _now_fails(old: verdicts.Finding, new: list[verdicts.Finding],
-               decided: dict[str, judge.Decided], now: float | None = None
+               decided: dict[str, compare.Decided], now: float | None = None
                ) -> tuple[bool, str]:
     """Whether the re-measured check still fails where *old* failed
     (*now*: its controls' median, where it has controls)."""
@@ -121,8 +121,8 @@ def _now_fails(old: verdicts.Finding, new: list[verdicts.Finding],
 
 
 def _still_failing(old: verdicts.Finding, new: list[verdicts.Finding],
-                   decided: dict[str, judge.Decided], rows: list[dict],
-                   now: float | None = None) -> list[judge.Decided]:
+                   decided: dict[str, compare.Decided], rows: list[dict],
+                   now: float | None = None) -> list[compare.Decided]:
     """A failure decided after the run (peers, siblings) that failed
     again: a verdict about the confirmation's own row, held against what
     the first run held it against (so that the store's latest run of the
@@ -142,7 +142,7 @@ def _still_failing(old: verdicts.Finding, new: list[verdicts.Finding],
         unit = f' {f.unit}' if f.unit else ''
         beside = f' beside its controls (their median {now:,.6g}{unit})' \
             if now and first.basis == PEERS else ' alone'
-        found.append(judge.Decided(
+        found.append(compare.Decided(
             row, first.basis, True,
             f'measured again{beside}: {f.value:,.6g}{unit}, still failing '
             f'against the first run ({first.reason})', first.reference,

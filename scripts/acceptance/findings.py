@@ -1,6 +1,6 @@
 """What acceptance says of a node for one check (a Finding) and the words
 it says it in: the verdicts of a finding and of a node, and what judged it.
-verdicts.py decides them from ReFrame's run report; health.py, judge.py,
+verdicts.py decides them from ReFrame's run report; health.py, compare.py,
 confirm.py, repair.py and the summary read and add to them."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ BAD, SUSPECT, GOOD = 'bad', 'suspect', 'good'
 #: again alone (--confirm): recorded and shown, never drained or reported.
 FLAKY = 'flaky'
 #: A result no basis could judge: no published reference or site baseline,
-#: and its peers too few or too spread to say (scripts/judging/peers.py's
+#: and its peers too few or too spread to say (scripts/comparison/peers.py's
 #: 'not judged'). A finding's verdict and a node's.
 NOT_JUDGED = 'not_judged'
 #: Why a failure that passed when measured again is set aside (its node is

@@ -3,8 +3,8 @@
 A check runs at one of four scopes:
 - node: on every node (single-node checks): one job per batch of
   NODE_BATCH nodes that runs the check on each of them at once, for the
-  checks that can (FANOUT_CHECKS, checks/common/fanned_job.py), one job per
-  node for the others;
+  checks that can (FANOUT_CHECKS, checks/common/fan_out_results.py), one
+  job per node for the others;
 - pair: on node pairs around a ring, so that every node meets two different
   partners (a node failing with both is the bad one): one job per batch of
   NODE_BATCH ring pairs, pinned as a path around the ring (each node with

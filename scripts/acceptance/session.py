@@ -16,9 +16,9 @@ from config.results.azure import ingestion
 from config.results.store import sessions, files as store
 from scripts.guest_health import follow_up
 from scripts.guest_health import reporting as guest_health
-from scripts.judging import baseline, peers
+from scripts.comparison import baseline, peers
 
-from . import (block_topology, confirm, health, judge, nvlink, plan, repair,
+from . import (block_topology, compare, confirm, health, nvlink, plan, repair,
                resume, sku_mismatch, slurm, summary, verdicts)
 from . import power_up as powering
 from .findings import PEERS, SITE_BASELINE
@@ -344,14 +344,14 @@ def _judge_after_run(results: list[PhaseResult], findings: list,
     verdict rows)."""
     jobids = {str(case['jobid']) for result in results
               for case in result.cases if case.get('jobid')}
-    rows = judge.rows_of_run(jobids, started)
-    judge.link_rows(findings, rows)
-    decided = judge.peer_judgements(rows, options.peer_rules) + \
-        judge.sibling_judgements(rows) + \
-        judge.baseline_judgements(rows, options.baselines)
-    findings += judge.failing_findings(decided, findings)
-    findings += judge.not_judged_findings(decided, findings)
-    findings += judge.shared_failures(findings)
+    rows = compare.rows_of_run(jobids, started)
+    compare.link_rows(findings, rows)
+    decided = compare.peer_judgements(rows, options.peer_rules) + \
+        compare.sibling_judgements(rows) + \
+        compare.baseline_judgements(rows, options.baselines)
+    findings += compare.failing_findings(decided, findings)
+    findings += compare.not_judged_findings(decided, findings)
+    findings += compare.shared_failures(findings)
     return decided
 
 
@@ -385,10 +385,10 @@ def _measure_again(results: list[PhaseResult], started: float,
                 for f in verdicts.case_findings(case, result.skipped)]
     jobids = {str(case['jobid']) for result in results
               for case in result.cases if case.get('jobid')}
-    rows = judge.rows_of_run(jobids, started)
-    judge.link_rows(findings, rows)
-    decided = judge.baseline_judgements(rows, options.baselines)
-    return findings + judge.failing_findings(decided, findings), decided, \
+    rows = compare.rows_of_run(jobids, started)
+    compare.link_rows(findings, rows)
+    decided = compare.baseline_judgements(rows, options.baselines)
+    return findings + compare.failing_findings(decided, findings), decided, \
         rows
 
 
@@ -478,7 +478,7 @@ def run(options: Options, say=print) -> int:
         stored = (summary.not_measured_rows(node_verdicts, partition_findings,
                                             session_id)
                   + summary.shared_failure_rows(partition_findings, session_id)
-                  + judge.verdict_rows(judgements, session_id, findings)
+                  + compare.verdict_rows(judgements, session_id, findings)
                   + guest_health.rows(azure_reports, session_id,
                                       summary.ROW_FACILITY))
         rows_file = summary.store_rows(stored, session_id)

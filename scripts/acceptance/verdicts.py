@@ -130,7 +130,7 @@ def _not_measured_reason(case: dict, skipped: dict[str, str]) -> str | None:
 
 def fanned_groups(case: dict) -> list[str]:
     """The nodes or pairs ('a+b') a case measured one by one in one job
-    (checks/common/fanned_job.py), whose findings are per group; [] for a
+    (checks/common/fan_out_results.py), whose findings are per group; [] for a
     one-node or one-pair case."""
     return list(case.get('fanned_groups') or [])
 
@@ -199,7 +199,7 @@ def _bound_missed(value, ref, lower, upper) -> str:
 def failed_on_site_baseline(case: dict) -> bool:
     """Whether the case failed on the site baseline alone
     (checks/common/site_baseline_verdicts.py): judged per metric from its rows
-    after the run (judge.baseline_judgements), not one failure per node."""
+    after the run (compare.baseline_judgements), not one failure per node."""
     return case.get('fail_phase') == 'performance' and \
         f'{site_baseline.LABEL}: ' in str(case.get('fail_reason') or '')
 

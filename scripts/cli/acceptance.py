@@ -6,7 +6,7 @@ import sys
 
 from scripts.acceptance import plan, power_up, session
 from scripts.cli import repo
-from scripts.judging import baseline, peers
+from scripts.comparison import baseline, peers
 
 DEFAULT_TAG = 'acceptance'
 DEFAULT_MAX_PENDING = '2h'
@@ -120,7 +120,7 @@ def add_parser(subparsers):
                              'robust z-score is beyond Z too (default '
                              f'{peers.DEFAULT_Z_LIMIT:g}; the flag\'s own '
                              'limit grows with the node\'s judged values: '
-                             'scripts/judging/README.md)')
+                             'scripts/comparison/README.md)')
     parser.add_argument('--min-peers', type=int,
                         default=peers.DEFAULT_MIN_PEERS, metavar='N',
                         help='judge a node against its peers only where at '

@@ -1,5 +1,5 @@
 """`clusterproof baseline`: the site's own references, from its passing
-runs (scripts/judging/baseline.py)."""
+runs (scripts/comparison/baseline.py)."""
 from __future__ import annotations
 
 import shlex
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from scripts.cli.query import add_selection_arguments, filters_of, workspace_of
-from scripts.judging import baseline
+from scripts.comparison import baseline
 from scripts.query.result import QueryFailed
 from scripts.query.runner import Runner
 

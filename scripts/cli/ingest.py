@@ -17,7 +17,7 @@ import uuid
 
 from checks import parsers
 from checks.common import references
-from config.results.rows import builder, schema as row_schema
+from config.results.rows import builder, judge, schema as row_schema
 from config.results.store import files as store
 
 EXIT_USAGE = 2
@@ -101,17 +101,24 @@ def record_id(content: str, system: str, partition: str, nodes: list[str],
     return str(uuid.uuid5(RECORD_NAMESPACE, key))
 
 
-def judge(value: float, unit: str, ref: references.Reference | None) -> str:
-    """The verdict a check would give, from the same reference; a value
-    without a comparable reference is shown, not judged."""
-    if ref is None or ref.unit != unit or \
-            (ref.lower is None and ref.upper is None):
-        return 'informational'
-    low = ref.value * (1 + ref.lower) if ref.lower is not None else None
-    high = ref.value * (1 + ref.upper) if ref.upper is not None else None
-    if (low is not None and value < low) or (high is not None and value > high):
-        return 'fail'
-    return 'pass'
+def verdict(value: float, unit: str, ref: references.Reference | None,
+            nodes: list[str], reason: str | None = None) -> dict:
+    """The judge's columns for a value (config/results/rows/judge.py), as a
+    check's are against the same reference: a reference in another unit is
+    not shown; one without thresholds is shown, not judged
+    ('informational'), and so is a value without one."""
+    shown = ref is not None and ref.unit == unit
+    judged = shown and (ref.lower is not None or ref.upper is not None)
+    return judge.judged({
+        'check_perf_result': judge.stage_result(
+            value, ref.value, ref.lower, ref.upper) if judged
+        else 'informational',
+        'check_perf_ref': ref.value if shown else None,
+        'check_perf_lower_thres': ref.lower if shown else None,
+        'check_perf_upper_thres': ref.upper if shown else None,
+        'reference_source': ref.source if shown else None,
+        'check_fail_reason': reason, 'verdict_basis': None,
+        'check_job_nodelist': nodes})
 
 
 def reference_family(tool: str) -> str:
@@ -127,27 +134,23 @@ def _completion_time(path: str) -> str:
 def rows_for(result: parsers.ParseResult, base: dict, ids, refs: dict,
              peaks: dict) -> list[dict]:
     """``ids(metric)`` gives each row's record id."""
-    verdict = 'pass' if result.ok else 'fail'
-    common = {**base, 'check_result': verdict,
+    outcome = 'pass' if result.ok else 'fail'
+    common = {**base, 'check_result': outcome,
               'check_fail_reason': result.reason}
     if not result.ok or not result.metrics:
         return [row_schema.make_row({**common, 'record_id': ids(None)})]
     rows = []
     for name, metric in result.metrics.items():
-        ref = refs.get(name)
-        comparable = ref is not None and ref.unit == metric.unit
         peak = peaks.get(name)
         rows.append(row_schema.make_row({
             **common,
+            **verdict(metric.value, metric.unit, refs.get(name),
+                      list(common.get('check_job_nodelist') or []),
+                      result.reason),
             'record_id': ids(name),
             'check_perf_var': name,
             'check_perf_value': metric.value,
             'check_perf_unit': metric.unit,
-            'check_perf_ref': ref.value if comparable else None,
-            'check_perf_lower_thres': ref.lower if comparable else None,
-            'check_perf_upper_thres': ref.upper if comparable else None,
-            'reference_source': ref.source if comparable else None,
-            'check_perf_result': judge(metric.value, metric.unit, ref),
             'check_perf_peak': peak.value if peak and peak.unit == metric.unit
             else None,
             'peak_source': peak.describe() if peak and

@@ -12,7 +12,7 @@ import pytest
 from checks.common import fan_out, measurements
 from scripts.acceptance import plan, verdicts
 from scripts.cli.sandbox import NODES
-from scripts.judging import peers
+from scripts.comparison import peers
 from tests.support.acceptance_runs import (BUSY_STREAM, ONE_THREAD_STREAM,
                                            SANDBOX_METHOD, STREAM_ONLY,
                                            acceptance, changes, comparable,

@@ -56,7 +56,7 @@ def test_a_healthy_sandbox_has_no_bad_node(sandbox_env):
     found = counts(out)
     assert found['bad'] == 0 and found['suspect'] == 0, out
     # printed, and said why: a node goes unjudged only where its peers
-    # spread beyond the rule's limit (15 %: scripts/judging/peers.py). On a
+    # spread beyond the rule's limit (15 %: scripts/comparison/peers.py). On a
     # quiet host none do; a busy 2-core host often does (CI's: 5 of 5).
     # That noise is never a fault: a node it flags is measured again beside
     # controls and ends flaky (the capped test shows the rule still judges)
@@ -125,7 +125,7 @@ def test_a_capped_node_is_bad_confirmed_reported_and_taken_back(
                       r'of 1\): HpccNode on (.+)$', out, re.M)
     assert again and CAPPED in again.group(1).split(', '), out
     # (beyond ten times off its peers, a value says so instead of a
-    # percentage: scripts/judging/peers.py)
+    # percentage: scripts/comparison/peers.py)
     assert re.search(rf'^{CAPPED} +HpccNode +HPL_Tflops .* bad +peers: '
                      r'([\d.]+% below|implausible value)', out, re.M), out
     assert [f['node'] for f in summary['apart']['confirmed']] == [CAPPED]

@@ -41,7 +41,7 @@ def test_a_node_below_its_peers_fails_on_basis_peers(sandbox_env):
     assert {f['basis'] for f in bad['findings'] if f['verdict'] == 'fail'} \
         == {'peers'}
     # the triad judges a node; copy, scale and add are recorded only
-    # (scripts/judging/metrics.py)
+    # (scripts/comparison/metrics.py)
     assert {f['metric'] for f in bad['findings'] if f['verdict'] == 'fail'} \
         == {'triad_bw'}
 

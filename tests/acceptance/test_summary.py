@@ -3,10 +3,10 @@ findings confirmed, flaky and not judged; only a confirmed bad node is
 drained (no Slurm here: the verdicts are built as acceptance builds them)."""
 import re
 
-from scripts.acceptance import confirm, judge, session, summary, verdicts
+from scripts.acceptance import compare, confirm, session, summary, verdicts
 from scripts.acceptance.verdicts import FAIL, NOT_MEASURED, PASS, Finding
 from scripts.guest_health import reporting
-from scripts.judging import peers
+from scripts.comparison import peers
 
 PARTITION = 'sb:hbv4'
 NODES = ['sb-n1', 'sb-n2', 'sb-n3', 'sb-n4', 'sb-n5']
@@ -68,9 +68,9 @@ def judged_run(values, confirm_values=None, min_peers=4, one_at_a_time=()):
     rows = [row(n, v) for n, v in zip(NODES, values)]
     findings = measured(rows)
     rules = peers.Rules(peers.Rule(min_peers=min_peers))
-    decided = judge.peer_judgements(rows, rules)
-    findings += judge.failing_findings(decided, findings)
-    findings += judge.not_judged_findings(decided, findings)
+    decided = compare.peer_judgements(rows, rules)
+    findings += compare.failing_findings(decided, findings)
+    findings += compare.not_judged_findings(decided, findings)
     nodes = {PARTITION: {n: 'idle' for n in NODES}}
     phases, cost = [], confirm.Cost()
 
@@ -123,7 +123,7 @@ def test_a_flag_that_repeats_is_bad_confirmed_and_drained_alone():
                         'alone): 1 finding(s)')
     assert lines[1].startswith('  sb-n3 StreamCheck triad_bw: peers: 16.')
     # its verdict rows: the first run's row and the confirmation's fail
-    rows = judge.verdict_rows(decided, 's1', findings)
+    rows = compare.verdict_rows(decided, 's1', findings)
     assert [(r['check_perf_result'], r['check_job_nodelist'],
              r['judged_record_id']) for r in rows] == [
         ('fail', ['sb-n3'], 'sb-n3-triad_bw'), ('fail', ['sb-n3'], 'sb-n3-2')]
@@ -178,7 +178,7 @@ def test_a_flag_that_does_not_repeat_is_flaky_never_drained():
                      re.M), table
     # acceptance writes a verdict row of its own: flaky, with the first
     # reason; the judged row is never rewritten
-    [verdict_row] = judge.verdict_rows(decided, 's1', findings)
+    [verdict_row] = compare.verdict_rows(decided, 's1', findings)
     assert verdict_row['check_perf_result'] == 'flaky'
     assert verdict_row['check_result'] == 'pass'
     assert verdict_row['check_fail_reason'].startswith(
@@ -214,7 +214,7 @@ def test_too_few_peers_and_no_reference_is_not_judged():
     assert lines[0] == ('not judged (no reference, and peers could not '
                         'say): 5 finding(s)')
     # acceptance's own rows say so, one per judged row, with why
-    rows = judge.verdict_rows(decided, 's1', findings)
+    rows = compare.verdict_rows(decided, 's1', findings)
     assert sorted((r['check_perf_result'], r['check_result'],
                    r['judged_record_id']) for r in rows) == [
         ('not_judged', None, f'{n}-triad_bw') for n in NODES]
@@ -227,9 +227,9 @@ def test_too_few_peers_and_no_reference_is_not_judged():
                          partition=PARTITION, check='StreamCheck',
                          verdict=PASS, metric='triad_bw', basis='published',
                          record_id=r['record_id']) for r in rows]
-    decided = judge.peer_judgements(rows, peers.Rules(peers.Rule(
+    decided = compare.peer_judgements(rows, peers.Rules(peers.Rule(
         min_peers=5)))
-    assert judge.not_judged_findings(decided, published) == []
+    assert compare.not_judged_findings(decided, published) == []
 
 
 def test_each_flagged_node_runs_again_only_the_checks_it_failed():

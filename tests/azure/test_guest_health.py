@@ -123,11 +123,11 @@ def test_only_a_confirmed_mapped_failure_of_a_bad_node_is_planned():
 
 def test_a_failure_every_node_shares_is_never_planned():
     # the same confirmed failure on all five nodes: acceptance's own
-    # common-mode judge makes it one partition finding, no bad node
-    from scripts.acceptance import judge, verdicts
+    # the common-mode rule makes it one partition finding, no bad node
+    from scripts.acceptance import compare, verdicts
     nodes = [f'sb-n{i}' for i in range(1, 6)]
     findings = [stream_fail(node) for node in nodes]
-    findings += judge.shared_failures(findings)
+    findings += compare.shared_failures(findings)
     judged = verdicts.node_verdicts(findings, {'sandbox:hbv4': {
         node: 'idle' for node in nodes}})
     assert {v.verdict for v in judged} == {'good'}
@@ -381,7 +381,7 @@ def test_without_an_identity_nothing_is_filed_and_it_says_why(
 def test_a_gpu_finding_names_the_gpu_in_the_documented_fields(nodes,
                                                               impact_api):
     impact_api.onboarded.add(SUB)
-    # what the health judge says of an XID 79 (checks/health/assessment.py)
+    # what the health assessment says of an XID 79 (checks/health/assessment.py)
     xid = Finding('sb-n2', 'sandbox:ndv5', 'NcclSingleNode', FAIL,
                   kind='xid_error', device='gpu3', value=79,
                   reason='health: GPU 3 XID 79: NVRM: Xid (PCI:0000:9b:00): '

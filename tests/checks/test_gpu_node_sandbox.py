@@ -77,7 +77,7 @@ def test_acceptance_names_the_broken_gpus_and_no_other(sandbox_env):
                     'serial': '1651323018202'})]}, out
     # sb-n3's count of GPUs (7 of 8) is recorded, not judged by its peers:
     # the inventory's finding above names the missing GPU, and peers judge
-    # primary metrics only (scripts/judging/metrics.py)
+    # primary metrics only (scripts/comparison/metrics.py)
     assert not [f for n in summary['nodes'] if n['node'] == 'sb-n3'
                 for f in n['findings'] if f['verdict'] == 'fail'
                 and not f['kind']], out

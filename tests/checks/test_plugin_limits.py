@@ -13,7 +13,6 @@ import ast
 import importlib
 import inspect
 import pkgutil
-from pathlib import Path
 
 from reframe.core.pipeline import RegressionTest
 

@@ -140,15 +140,25 @@ def test_ingest_judges_only_with_a_known_method(tmp_path):
     assert {row['check_perf_ref'] for row in stored_rows(home)} == {None}
 
 
-def test_ingest_judge_follows_the_reference_bounds():
+def test_ingest_judges_through_the_one_judge_with_the_reference_bounds():
     from checks.common.references import Reference
-    from scripts.cli.ingest import judge
+    from scripts.cli.ingest import verdict
+
+    def result(value, unit, ref):
+        return verdict(value, unit, ref, ['n1'])['check_perf_result']
     floor = Reference(100.0, 0.0, None, 'MB/s', 's')
-    assert judge(100.0, 'MB/s', floor) == 'pass'
-    assert judge(99.9, 'MB/s', floor) == 'fail'
+    assert result(100.0, 'MB/s', floor) == 'pass'
+    assert result(99.9, 'MB/s', floor) == 'fail'
     band = Reference(10.0, -0.1, 0.1, 'us', 's')
-    assert judge(11.5, 'us', band) == 'fail'
-    assert judge(9.5, 'us', band) == 'pass'
-    assert judge(50.0, 'MB/s', Reference(100.0, None, None, 'MB/s', 's')) \
-        == 'informational'
-    assert judge(50.0, 'MiB/s', floor) == 'informational'   # other unit
+    assert result(11.5, 'us', band) == 'fail'
+    assert result(9.5, 'us', band) == 'pass'
+    shown = verdict(50.0, 'MB/s', Reference(100.0, None, None, 'MB/s', 's'),
+                    ['n1'])
+    assert (shown['check_perf_result'], shown['check_perf_ref']) == \
+        ('informational', 100.0)
+    other_unit = verdict(50.0, 'MiB/s', floor, ['n1'])
+    assert (other_unit['check_perf_result'], other_unit['check_perf_ref']) \
+        == ('informational', None)
+    assert result(50.0, 'MB/s', None) == 'informational'
+    assert verdict(99.9, 'MB/s', floor, ['n1'])['verdict_basis'] == \
+        'published'

@@ -7,7 +7,7 @@ import yaml
 
 from checks.common.reference_key import reference_key
 from scripts.cli import main as cli
-from scripts.judging import baseline
+from scripts.comparison import baseline
 from tests.support import query_store
 
 NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)

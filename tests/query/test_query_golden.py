@@ -93,7 +93,7 @@ def test_node_outliers_finds_the_one_bad_node(runner):
 
 
 def test_node_outliers_needs_four_peers(runner):
-    # three ND nodes (two peers each): too few to judge (tests/query/test_judging_peers.py judges
+    # three ND nodes (two peers each): too few to judge (tests/query/test_comparison_peers.py judges
     # them with a smaller minimum, each HCA apart)
     rows = [r for r in runner.run('node_outliers').records()
             if r['check_perf_var'] == 'bw_avg']

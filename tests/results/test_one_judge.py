@@ -16,7 +16,8 @@ import os
 import subprocess
 import sys
 
-from tests.support.helpers import REPO, STANDINS, stored_rows, suite_env
+from tests.support.helpers import (DATA, REPO, STANDINS, stored_rows,
+                                   suite_env)
 
 SENTINEL = 'sentinel-judge'
 FAILED = 'the sentinel judge failed it'
@@ -104,4 +105,26 @@ def test_every_row_of_an_nccl_dry_run_is_judged_by_the_one_judge(tmp_path):
     assert {row['check_name'].split()[0] for row in rows} == {
         'NcclSingleNode'}
     assert len(rows) >= 2 * 5
+    assert {judged(row) for row in rows} == {JUDGED}
+
+
+def test_every_ingested_row_is_judged_by_the_one_judge(monkeypatch):
+    # `clusterproof ingest` makes rows without ReFrame: the same judge
+    # decides them, with or without a reference to compare with
+    from checks import parsers
+    from checks.common.references import Reference
+    from config.results.rows import judge
+    from scripts.cli import ingest
+
+    def sentinel(values, baseline=None, notes=None, sample=None):
+        return {**values, 'check_perf_result': 'fail',
+                'verdict_basis': SENTINEL, 'check_fail_reason': FAILED}
+    monkeypatch.setattr(judge, 'judged', sentinel)
+    text = (DATA / 'stream' / 'stream_c_omp2_20M.out').read_text()
+    result = parsers.parse('stream', text)
+    triad = Reference(1.0, -0.1, None, 'MB/s', 'a source')
+    rows = ingest.rows_for(result, {'check_job_nodelist': ['n1']},
+                           lambda metric: str(metric), {'triad_bw': triad},
+                           {})
+    assert len(rows) == len(result.metrics) >= 4
     assert {judged(row) for row in rows} == {JUDGED}

@@ -308,9 +308,9 @@ def test_acceptance_counts_results_the_store_could_not_keep(tmp_path,
     monkeypatch.setenv('CLUSTERPROOF_HOME', str(tmp_path))
     handler = store_handler.StoreHandler('20261130T010203Z-cccccccc',
                                    tmp_path / 'perflogs')
-    handler.custody.keep([row('a'), row('b')])
-    line = handler.unstored_line(list(handler.custody.unstored))
-    handler.custody.unstored.clear()
+    handler.unstored.keep([row('a'), row('b')])
+    line = handler.unstored_line(list(handler.unstored.rows))
+    handler.unstored.rows.clear()
     handler.close()
     assert '2 row(s) could not be stored in' in line
     log = tmp_path / 'phase.log'

@@ -13,7 +13,7 @@ import pytest
 
 from config.results.azure import sync as backlog, ledger, shipping
 from config.results.rows import schema as row_schema
-from config.results.store import files as store, written_form
+from config.results.store import files as store, verbatim
 from tests.support.reporting_helpers import store_session
 
 
@@ -113,14 +113,14 @@ def test_the_reading_process_sends_what_this_one_would_read(
 def test_an_error_in_the_reading_process_is_raised_here(tmp_path,
                                                         monkeypatch):
     stored_backlog(tmp_path, monkeypatch)
-    recognise, seen = written_form.shippable, []
+    recognise, seen = verbatim.shippable, []
 
     def failing(raw):
         seen.append(raw)
         if len(seen) == 500:
             raise ValueError('the disk went away')
         return recognise(raw)
-    monkeypatch.setattr(written_form, 'shippable', failing)
+    monkeypatch.setattr(verbatim, 'shippable', failing)
     chunks = backlog.StoredBacklog().chunks_from_a_process()
     with pytest.raises(ValueError, match='the disk went away'):
         list(chunks)
@@ -131,7 +131,7 @@ def test_an_error_in_the_reading_process_is_raised_here(tmp_path,
 def test_a_reading_process_that_dies_is_a_clear_error(tmp_path,
                                                       monkeypatch):
     stored_backlog(tmp_path, monkeypatch)
-    monkeypatch.setattr(written_form, 'shippable', lambda raw: os._exit(3))
+    monkeypatch.setattr(verbatim, 'shippable', lambda raw: os._exit(3))
     with pytest.raises(RuntimeError, match=r'exit code 3\).*sync` again'):
         list(backlog.StoredBacklog().chunks_from_a_process())
 

@@ -211,7 +211,7 @@ def test_a_reason_for_no_verdict_is_shown_not_judged(name, reasons,
 
 
 class StandInBatch(StandInTest):
-    """A STREAM batch case of three nodes (checks/common/fanned_job.py):
+    """A STREAM batch case of three nodes (checks/common/fan_out_results.py):
     hb-1 passed on a node of another VM size, hb-2 failed its reference,
     hb-3's step measured nothing."""
 

@@ -16,7 +16,7 @@ Nothing the store holds is sent while the ledger cannot be written, and a
 ledger write that fails stops that at once (the 204 of that one call is
 lost: sync sends its rows again) until the ledger takes the lost ids. A row
 the store could not write is shipped all the same: Log Analytics then holds
-its only copy (config/results/handlers/custody.py).
+its only copy (config/results/handlers/unstored.py).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from reframe.core.logging import (HTTPJSONHandler, getlogger,
                                   register_log_handler)
 
 from .. import locks, settings
-from ..handlers import custody
+from ..handlers import unstored
 from . import ledger, shipping
 from ..store import files as store
 
@@ -100,7 +100,7 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
         store_file = store.SessionFile(session_id).path
         self.ledger = ledger.Ledger(ledger.ledger_path(store_file))
         self.rejected_file = ledger.rejected_path(store_file)
-        self.custody = custody.of(session_id)
+        self.unstored = unstored.of(session_id)
         self.session_lock = locks.FileLock(
             ledger.session_lock_path(store_file))
         try:
@@ -129,7 +129,7 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
             set_aside=lambda row, size, reason: ledger.set_aside(
                 self.rejected_file, row, size, reason))
         # Last: the store's end line waits for this handler to close.
-        self.custody.opened(HANDLER_TYPE)
+        self.unstored.opened(HANDLER_TYPE)
 
     # The ReFrame main loop: format, queue, return.
     def emit(self, record):
@@ -208,7 +208,7 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
 
     # The ledger: written after each 204, and needed before each call.
     def _record(self, rows):
-        in_store = self.custody.shipped(row.get('record_id') for row in rows)
+        in_store = self.unstored.shipped(row.get('record_id') for row in rows)
         if in_store:
             self.ledger.record(in_store)
 
@@ -232,7 +232,7 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
         store could not hold (Log Analytics is then their only copy)."""
         if not self._ledger_ready():
             unstored = [row for row in rows
-                        if self.custody.is_unstored(row.get('record_id'))]
+                        if self.unstored.is_unstored(row.get('record_id'))]
             held = len(rows) - len(unstored)
             if held:
                 self.tally.leave('ledger not writable', held)
@@ -243,7 +243,7 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
             self.delivery.ship(rows)
         except shipping.LedgerStop as stop:
             ids = [str(row.get('record_id')) for row in stop.accepted
-                   if not self.custody.is_unstored(row.get('record_id'))]
+                   if not self.unstored.is_unstored(row.get('record_id'))]
             self._unrecorded += ids
             self.tally.add(unrecorded=len(ids))
             self._ledger_problem = stop.reason
@@ -331,7 +331,7 @@ class BatchingHTTPJSONHandler(HTTPJSONHandler):
             try:
                 self.session_lock.release(remove=True)
             finally:
-                self.custody.closed(HANDLER_TYPE)
+                self.unstored.closed(HANDLER_TYPE)
                 super().close()
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import locks
 from . import ledger, shipping
-from ..store import files as store, written_form
+from ..store import files as store, verbatim
 
 MAX_ATTEMPTS = 6           # calls per body before it is left for next time
 MAX_RETRY_SECONDS = 300
@@ -99,12 +99,12 @@ class StoredBacklog:
         it is a list of its own); a row stored twice comes once.
 
         One loop per session file, its lines read a megabyte at a time: a
-        line in the store writer's own form (written_form) goes as it is,
+        line in the store writer's own form (verbatim) goes as it is,
         never decoded; any other is read by the store's reader
         (store.LineReader: a line that is no row is skipped with a
         warning) and sent as sendable() says. The one place sync reads
         the store's lines."""
-        shipped, shippable = self.shipped, written_form.shippable
+        shipped, shippable = self.shipped, verbatim.shippable
         chunk, size = [], 2
         for path in self.files:
             session_ledger = ledger.Ledger(ledger.ledger_path(path))

@@ -10,7 +10,7 @@ import time
 from reframe.core.logging import register_log_handler
 
 from ..azure import ledger
-from . import custody, records
+from . import records, unstored
 from ..store import sessions, files as store
 
 SESSION_ID = store.new_session_id()
@@ -25,7 +25,7 @@ class StoreHandler(logging.Handler):
     It never raises into ReFrame's handler chain (a LoggingError there would
     keep the record from every handler after it: the live push, the
     perflog): a row it cannot write (full disk, read-only store) is kept in
-    memory (custody.py), tried again at every record and at the end, and
+    memory (unstored.py), tried again at every record and at the end, and
     the end line names how many rows exist only in Log Analytics, only in
     the perflog, or nowhere."""
 
@@ -33,10 +33,10 @@ class StoreHandler(logging.Handler):
         super().__init__()
         self.session_id = session_id
         self.file = store.SessionFile(session_id)
-        self.custody = custody.of(session_id)
+        self.unstored = unstored.of(session_id)
         self.ledger = ledger.Ledger(ledger.ledger_path(self.file.path))
-        self.custody.opened(STORE_HANDLER)
-        self.custody.at_end(self._end)
+        self.unstored.opened(STORE_HANDLER)
+        self.unstored.at_end(self._end)
         self.perflog_dir = perflog_dir
         self._written = set()
         self._seen = set()
@@ -51,7 +51,7 @@ class StoreHandler(logging.Handler):
         try:
             if not self._closed:
                 self._closed = True
-                self.custody.closed(STORE_HANDLER)
+                self.unstored.closed(STORE_HANDLER)
         finally:
             super().close()
 
@@ -66,12 +66,12 @@ class StoreHandler(logging.Handler):
         out = out or sys.stdout
         if self._written:
             self._record_session(out)
-        unstored = list(self.custody.unstored)
+        unstored = list(self.unstored.rows)
         if unstored:
             print(self.unstored_line(unstored), file=out, flush=True)
 
     def unstored_line(self, unstored) -> str:
-        in_azure = sum(rid in self.custody.shipped_unstored
+        in_azure = sum(rid in self.unstored.in_azure_only
                        for rid in unstored)
         rest = len(unstored) - in_azure
         perflog = self.perflog_dir
@@ -113,7 +113,7 @@ class StoreHandler(logging.Handler):
                 self._seen.update(row['record_id'] for row in fresh)
                 self._jobs.update((str(row['check_name']),
                                    str(row['check_jobid'])) for row in fresh)
-                self.custody.keep(fresh)
+                self.unstored.keep(fresh)
             # This test's rows first; once they went in, the disk has room
             # for the older ones too (a long session on a full disk does
             # not rewrite an ever longer backlog at every test).
@@ -126,10 +126,10 @@ class StoreHandler(logging.Handler):
         """Writes rows (default: every row kept so far) in one append (one
         fsync per test, not per row: the main loop's time); False when the
         store could not, or there was nothing to write."""
-        with self.custody.lock:
+        with self.unstored.lock:
             rows = [row for row in (rows if rows is not None else
-                                    list(self.custody.unstored.values()))
-                    if self.custody.is_unstored(row['record_id'])]
+                                    list(self.unstored.rows.values()))
+                    if self.unstored.is_unstored(row['record_id'])]
             if not rows:
                 return False
             try:
@@ -140,7 +140,7 @@ class StoreHandler(logging.Handler):
                 return False
             ids = [row['record_id'] for row in rows]
             self._written.update(ids)
-            shipped = self.custody.stored(ids)
+            shipped = self.unstored.stored(ids)
         if shipped:
             try:
                 self.ledger.record(shipped)

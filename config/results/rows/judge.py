@@ -10,7 +10,8 @@ In this order (a later step sees what the earlier ones decided):
 1. The published reference, as ReFrame's performance stage evaluated it
    against the thresholds the check set (checks/common/sku_references.py):
    'pass' or 'fail', basis ``published``. A value without one has no
-   result (sanity failed: nothing measured).
+   result (sanity failed: nothing measured). Rows made without ReFrame
+   (`clusterproof ingest`) get that result from :func:`stage_result`.
 2. A reference without thresholds is shown, not judged: 'informational'.
    The check drops the thresholds where a reason says so (a smoke size,
    another method than the reference's, a node of another VM size, another
@@ -28,16 +29,31 @@ In this order (a later step sees what the earlier ones decided):
 5. A health sample's row (checks/health) takes its own rule's verdict and
    reason.
 
-Peers (scripts/judging, acceptance) judge later and write rows of their
+Peers (scripts/comparison, acceptance) judge later and write rows of their
 own that name the judged row's record_id; they never change a row.
 """
 from __future__ import annotations
 
+
+def stage_result(value: float, ref: float, lower: float | None,
+                 upper: float | None) -> str:
+    """What ReFrame's performance stage says of *value* against *ref* and
+    its relative thresholds (-0.1 = 10 % below): 'fail' outside them."""
+    low = ref * (1 + lower) if lower is not None else None
+    high = ref * (1 + upper) if upper is not None else None
+    if (low is not None and value < low) or \
+            (high is not None and value > high):
+        return 'fail'
+    return 'pass'
+
+
 def perf_result(result, ref, lower, upper) -> str | None:
     """ReFrame says 'pass' for any value without thresholds; say instead
     that nothing is published ('no_reference') or that the published value
-    is shown for information only, without a verdict ('informational')."""
-    if result is None or lower is not None or upper is not None:
+    is shown for information only, without a verdict ('informational', also
+    what a row made outside ReFrame says where no reference applies)."""
+    if result in (None, 'informational') or lower is not None or \
+            upper is not None:
         return result
     return 'informational' if ref else 'no_reference'
 

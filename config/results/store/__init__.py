@@ -1,3 +1,3 @@
 """The local store: one append-only file per session (files.py), the
 sessions it holds (sessions.py), and the exact form its writer gives a row
-(written_form.py)."""
+(verbatim.py)."""

@@ -1,11 +1,11 @@
-"""Siblings (scripts/judging/siblings.py): the devices of one node and one
+"""Siblings (scripts/comparison/siblings.py): the devices of one node and one
 job judged against each other, so one node alone names its slow GPU or
 HCA. Values come from real outputs (tests/support/data/nvbandwidth)."""
 import itertools
 
 from checks.parsers import nvbandwidth
-from scripts.acceptance import judge
-from scripts.judging import siblings
+from scripts.acceptance import compare
+from scripts.comparison import siblings
 from tests.support.helpers import REPO
 
 SUPPORT = REPO / 'tests' / 'support' / 'data'
@@ -87,11 +87,11 @@ def test_acceptance_turns_a_failing_sibling_into_a_finding_of_its_node():
     slow = list(values)
     slow[5] = 20.0
     rows = rows_of('nd-1', values, '51') + rows_of('nd-2', slow, '52')
-    decided = judge.sibling_judgements(rows)
-    findings = judge.failing_findings(decided, [])
+    decided = compare.sibling_judgements(rows)
+    findings = compare.failing_findings(decided, [])
     assert [(f.node, f.metric, f.basis) for f in findings] == \
         [('nd-2', 'h2d_bw_gpu5', 'siblings')]
-    verdicts = judge.verdict_rows(decided, 'sess')
+    verdicts = compare.verdict_rows(decided, 'sess')
     assert len(verdicts) == 1
     assert verdicts[0]['verdict_basis'] == 'siblings'
 
@@ -113,6 +113,6 @@ def test_a_slow_hca_among_eight_is_named_on_one_node():
         row['device'] = f'mlx5_ib{i}'
     judged = siblings.judge_rows(rows)
     assert [j.member for j in judged if j.fail] == ['mlx5_ib6']
-    findings = judge.failing_findings(judge.sibling_judgements(rows), [])
+    findings = compare.failing_findings(compare.sibling_judgements(rows), [])
     assert [(f.node, f.metric) for f in findings] == \
         [('nd-3', 'bw_avg_mlx5_ib6')]

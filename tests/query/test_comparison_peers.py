@@ -1,4 +1,4 @@
-"""The peers rule (scripts/judging/peers.py) on its own, and against
+"""The peers rule (scripts/comparison/peers.py) on its own, and against
 node_outliers.kql on the same stores: one rule, in Python and KQL."""
 import dataclasses
 import datetime as dt
@@ -8,7 +8,7 @@ import pytest
 
 from config.results.rows import schema as row_schema
 from config.results.store import files as store
-from scripts.judging import metrics, peers
+from scripts.comparison import metrics, peers
 from scripts.query import library
 from scripts.query.runner import Runner
 from tests.support import query_store
@@ -234,15 +234,15 @@ def test_the_kql_constants_and_primary_table_are_pythons():
         in shipped
 
 
-def test_judging_a_large_run_is_fast():
-    """tests/bench/judging.py times 1,000 nodes x 50 metrics (< 5 s); here
-    a fifth of the metrics, with room for a loaded CI machine."""
+def test_comparing_a_large_run_is_fast():
+    """tests/bench/comparison_time.py times 1,000 nodes x 50 metrics (< 5 s);
+    here a fifth of the metrics, with room for a loaded CI machine."""
     import time
-    from scripts.acceptance import judge
-    from tests.bench.judging import run_rows
+    from scripts.acceptance import compare
+    from tests.bench.comparison_time import run_rows
     rows = run_rows(1000, 10)
     start = time.perf_counter()
-    decided = judge.peer_judgements(rows, peers.Rules())
+    decided = compare.peer_judgements(rows, peers.Rules())
     assert time.perf_counter() - start < 3
     slow = {d.row['check_job_nodelist'][0] for d in decided if d.fail}
     assert len(slow) == 10

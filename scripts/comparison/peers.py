@@ -3,8 +3,8 @@ same test case (its node pin stripped) on the same partition, SKU, metric
 and device.
 
 The rule (one definition; bicep/queries/node_outliers.kql says the same in
-KQL, and tests/query/test_judging_peers.py holds them to it on one store;
-scripts/judging/README.md explains it and tests/bench/judging_quality.py
+KQL, and tests/query/test_comparison_peers.py holds them to it on one store;
+scripts/comparison/README.md explains it and tests/bench/comparison_quality.py
 measures it):
 
 - only a check's primary metrics are judged (metrics.py); the others are
@@ -50,7 +50,7 @@ measures it):
   the check on that node alone) when the re-measurement alone is worse
   than the tolerance too and beyond ``z_limit`` (default 2.326, one-sided
   1 %) on the same median and spread; so a healthy node ends bad in about
-  5 % x 1 % of runs whatever its M (tests/bench/judging_quality.py
+  5 % x 1 % of runs whatever its M (tests/bench/comparison_quality.py
   measures it);
 - a value more than ``IMPLAUSIBLE_RATIO`` (10) times off the median, either
   way, is reported as "implausible value", never as a percentage.
@@ -80,7 +80,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scripts.judging import metrics
+from scripts.comparison import metrics
 from scripts.query import library
 
 MAD_SCALE = 1.4826   # x MAD estimates the standard deviation of a normal
@@ -97,7 +97,7 @@ DEFAULT_FLAG_ALPHA = 0.05
 #: a group of fewer peers without a site baseline assumes at least
 #: SMALL_GROUP_SPREAD: the MAD of a few values can be far below the true
 #: spread, and a default spread is only a guess (tests/bench/
-#: judging_quality.py: 5 nodes at 5 % CV blamed healthy nodes in over 10 %
+#: comparison_quality.py: 5 nodes at 5 % CV blamed healthy nodes in over 10 %
 #: of runs on the 1 % default, 16 nodes in 2 %); such a group is judged
 #: for gross faults (about 15 % and more)
 SMALL_GROUP_PEERS = 31
@@ -108,7 +108,7 @@ SMALL_GROUP_SPREAD = 0.05
 #: https://doi.org/10.1080/01621459.1993.10476408): the peers' own spread
 #: is taken at 3 standard errors above, since a flag (and its confirmation
 #: against the same peers) is likelier where it came out low
-#: (tests/bench/judging_quality.py: at 1.645, 16 nodes at 5 % CV still
+#: (tests/bench/comparison_quality.py: at 1.645, 16 nodes at 5 % CV still
 #: ended healthy nodes bad in 7 to 21 runs per 1,000)
 MAD_STANDARD_ERROR = 1.17
 SPREAD_BOUND_Z = 3.0

@@ -1,14 +1,14 @@
 """How long acceptance's after-run judging takes for a large run.
 
-    .venv/bin/python tests/bench/judging.py [--nodes 1000] [--metrics 50]
+    .venv/bin/python tests/bench/comparison_time.py [--nodes 1000] [--metrics 50]
 
 Builds the rows of one acceptance run (every node, every metric; a few slow
 nodes), then times what acceptance does with them after the ReFrame
-sessions: each node against its peers (scripts/judging/peers.py), against a
-site baseline of every key (scripts/judging/baseline.py), the failing
+sessions: each node against its peers (scripts/comparison/peers.py), against a
+site baseline of every key (scripts/comparison/baseline.py), the failing
 findings, the common-mode pass and the verdict rows. Goal: under 5 s for
 1,000 nodes x 50 metrics. Not collected by pytest (no test_ prefix);
-tests/query/test_judging_peers.py bounds the time on a smaller run.
+tests/query/test_comparison_peers.py bounds the time on a smaller run.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
-from scripts.acceptance import judge  # noqa: E402
-from scripts.judging import baseline, peers  # noqa: E402
+from scripts.acceptance import compare  # noqa: E402
+from scripts.comparison import baseline, peers  # noqa: E402
 
 
 def run_rows(nodes: int, metrics: int, seed: int = 1) -> list[dict]:
@@ -30,7 +30,7 @@ def run_rows(nodes: int, metrics: int, seed: int = 1) -> list[dict]:
     slow = set(rng.sample(range(nodes), max(1, nodes // 100)))
     rows = []
     for m in range(metrics):
-        # primary metrics (scripts/judging/metrics.py) judge: STREAM triad
+        # primary metrics (scripts/comparison/metrics.py) judge: STREAM triad
         # and OSU latency, one device each so every m is a group of its own
         unit = 'us' if m % 5 == 0 else 'MB/s'
         test = 'OsuPointToPoint' if unit == 'us' else 'StreamCheck'
@@ -64,12 +64,12 @@ def main() -> int:
     layer = baseline.Layer({e.id: e for e in baseline.build(
         rows, 'bench', min_runs=1)})
     start = time.perf_counter()
-    decided = judge.peer_judgements(rows, peers.Rules()) + \
-        judge.baseline_judgements(rows, layer)
+    decided = compare.peer_judgements(rows, peers.Rules()) + \
+        compare.baseline_judgements(rows, layer)
     peers_done = time.perf_counter()
-    findings = judge.failing_findings(decided, [])
-    findings += judge.shared_failures(findings)
-    verdict_rows = judge.verdict_rows(decided, 'bench-session')
+    findings = compare.failing_findings(decided, [])
+    findings += compare.shared_failures(findings)
+    verdict_rows = compare.verdict_rows(decided, 'bench-session')
     done = time.perf_counter()
     failing = {f.node for f in findings if f.basis == 'peers'}
     print(f'{args.nodes} nodes x {args.metrics} metrics = {len(rows)} rows')

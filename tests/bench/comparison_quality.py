@@ -1,12 +1,12 @@
 """How often the peers' rule blames a healthy node, and how often it finds a
 real loss, on simulated fleets: the budget of issue 37, measured.
 
-    .venv/bin/python tests/bench/judging_quality.py [--seed 37] [--runs 1500]
-    .venv/bin/python tests/bench/judging_quality.py --quick     # a smoke run
+    .venv/bin/python tests/bench/comparison_quality.py [--seed 37] [--runs 1500]
+    .venv/bin/python tests/bench/comparison_quality.py --quick     # a smoke run
 
 Not a test (no test_ prefix; pytest does not collect it). It runs the
 product's own judging: each simulated run's rows go through
-scripts/judging/peers.py's judge_rows (primary metrics, the MAD floor, "not
+scripts/comparison/peers.py's judge_rows (primary metrics, the MAD floor, "not
 judged", the Sidak guard), and every flag is confirmed as acceptance
 confirms it (--confirm 1): the flagged value is measured again on that node
 and held to ``Judgement.still_fails`` against the same peers. A node-run is
@@ -33,7 +33,7 @@ at the budget's size is found and confirmed in at least 99 % of runs;
 The judgeable region, where all three must hold (printed 'in region'), is
 normal noise on 32 nodes or more at CV <= 1 %. It is no wider because a
 loss of exactly 5 spreads cannot be found in 99 % of runs with one
-confirmation while keeping the false budget (scripts/judging/README.md
+confirmation while keeping the false budget (scripts/comparison/README.md
 works it out), because small groups without a site baseline judge gross
 faults only, and because a tail that repeats in the re-run is, to peers,
 a fault. Outside it the figures are printed as what the product says.
@@ -53,7 +53,7 @@ from collections import Counter
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 
-from scripts.judging import peers  # noqa: E402
+from scripts.comparison import peers  # noqa: E402
 
 SIZES = (5, 8, 16, 32, 100)
 VALUES = (10, 50)

@@ -1,4 +1,5 @@
-"""How a number is judged after its run, in pure functions shared by
+"""A number compared after its run (the one judge, config/results/rows/
+judge.py, gave it its verdict before), in pure functions shared by
 acceptance, the report and the tests (the KQL of bicep/queries/ says the
 same in Log Analytics):
 

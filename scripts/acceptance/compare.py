@@ -1,7 +1,7 @@
 """What acceptance decides after its ReFrame sessions, from the rows they
 stored: each node against its peers and against the site baseline, and
 failures shared by most of a partition turned into one partition finding
-(scripts/judging/ holds the rules)."""
+(scripts/comparison/ holds the rules)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from config.results.rows import schema as row_schema
 from config.results.store import files as store
-from scripts.judging import baseline, common_mode, peers, siblings
+from scripts.comparison import baseline, common_mode, peers, siblings
 
 from . import summary
 from .plan import scope_of
@@ -171,7 +171,7 @@ def sibling_judgements(rows: list[dict],
                        rules: peers.Rules = siblings.DEFAULT_RULES
                        ) -> list[Decided]:
     """Each device of a one-node job against the node's other devices of
-    the same job (its GPUs, its HCAs): scripts/judging/siblings.py."""
+    the same job (its GPUs, its HCAs): scripts/comparison/siblings.py."""
     return [Decided(j.row, siblings.BASIS, j.fail,
                     siblings.reason(j) if j.fail else '', j.median,
                     j.still_fails)
@@ -235,7 +235,7 @@ def verdict_rows(decided: list[Decided], session_id: str,
     nothing the judged row does not say, and 1,000 nodes x 50 metrics
     would double the store); the site baseline's are on the judged rows
     themselves, written by the ReFrame run (checks/common/
-    site_baseline_judging.py). A failure that passed when measured again
+    site_baseline_verdicts.py). A failure that passed when measured again
     (*findings*' flaky ones) is written 'flaky', with its first reason; a
     row no basis could judge (a not-judged finding) 'not_judged', with
     why."""

@@ -1,11 +1,11 @@
-"""The parts of the peers' rule issue 37 added (scripts/judging/peers.py,
+"""The parts of the peers' rule issue 37 added (scripts/comparison/peers.py,
 metrics.py): primary metrics, the spread floor, "not judged", the
 multiple-comparison guard, the confirmation and "implausible value"."""
 import random
 
 import pytest
 
-from scripts.judging import metrics, peers
+from scripts.comparison import metrics, peers
 
 
 def rows(values, test='StreamCheck', metric='triad_bw', unit='MB/s',

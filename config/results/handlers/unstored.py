@@ -17,26 +17,26 @@ from __future__ import annotations
 
 import threading
 
-_SESSIONS: dict[str, 'Custody'] = {}
+_SESSIONS: dict[str, 'Unstored'] = {}
 _LOCK = threading.Lock()
 
 
-class Custody:
+class Unstored:
     def __init__(self):
         self.lock = threading.RLock()
-        self.unstored: dict[str, dict] = {}   # record_id -> row not written
-        self.shipped_unstored: set[str] = set()
+        self.rows: dict[str, dict] = {}   # record_id -> row not written
+        self.in_azure_only: set[str] = set()
         self._open: set[str] = set()           # handlers not closed yet
         self._at_end = []
 
     def keep(self, rows) -> None:
         with self.lock:
             for row in rows:
-                self.unstored[str(row['record_id'])] = row
+                self.rows[str(row['record_id'])] = row
 
     def is_unstored(self, record_id) -> bool:
         with self.lock:
-            return str(record_id) in self.unstored
+            return str(record_id) in self.rows
 
     def stored(self, record_ids) -> list[str]:
         """Rows now written; returns those Log Analytics already holds
@@ -44,9 +44,9 @@ class Custody:
         with self.lock:
             ids = [str(rid) for rid in record_ids]
             for rid in ids:
-                self.unstored.pop(rid, None)
-            shipped = [rid for rid in ids if rid in self.shipped_unstored]
-            self.shipped_unstored.difference_update(shipped)
+                self.rows.pop(rid, None)
+            shipped = [rid for rid in ids if rid in self.in_azure_only]
+            self.in_azure_only.difference_update(shipped)
             return shipped
 
     def shipped(self, record_ids) -> list[str]:
@@ -55,8 +55,8 @@ class Custody:
         with self.lock:
             in_store = []
             for rid in map(str, record_ids):
-                if rid in self.unstored:
-                    self.shipped_unstored.add(rid)
+                if rid in self.rows:
+                    self.in_azure_only.add(rid)
                 else:
                     in_store.append(rid)
             return in_store
@@ -80,6 +80,6 @@ class Custody:
             callback()
 
 
-def of(session_id: str) -> Custody:
+def of(session_id: str) -> Unstored:
     with _LOCK:
-        return _SESSIONS.setdefault(session_id, Custody())
+        return _SESSIONS.setdefault(session_id, Unstored())

@@ -1,4 +1,4 @@
-"""`sync`'s fast path (config/results/store/written_form.py): a line in the store
+"""`sync`'s fast path (config/results/store/verbatim.py): a line in the store
 writer's own form is shipped without being decoded; every other line goes
 through the store's reader exactly as before: torn and foreign lines skipped
 with a warning, NaN and infinities sent as null, wrong types nulled, numeric
@@ -13,7 +13,7 @@ import pytest
 
 from config.results.azure import ledger
 from config.results.rows import schema as row_schema
-from config.results.store import files as store, written_form
+from config.results.store import files as store, verbatim
 from tests.support.reporting_helpers import (run_sync, session_env,
                                              store_session)
 
@@ -54,7 +54,7 @@ def test_a_written_line_ships_as_it_is_with_its_record_id(values):
     raw = written(values)
     parsed, nulled = store.parse_line(raw)
     assert nulled == [] and parsed == values
-    assert written_form.shippable(raw) == values['record_id']
+    assert verbatim.shippable(raw) == values['record_id']
 
 
 def compact(values) -> str:
@@ -105,12 +105,12 @@ FOR_THE_READER = {
 @pytest.mark.parametrize('raw', FOR_THE_READER.values(),
                          ids=FOR_THE_READER.keys())
 def test_any_other_line_is_left_to_the_reader(raw):
-    assert written_form.shippable(raw) is None
+    assert verbatim.shippable(raw) is None
 
 
 def test_an_escaped_record_id_is_read_as_json_reads_it():
     raw = damaged(PLAIN, '"record_id":"r1"', '"record_id":"r\\u0031\\"x"')
-    assert written_form.shippable(raw) == 'r1"x'
+    assert verbatim.shippable(raw) == 'r1"x'
     assert store.parse_line(raw)[0]['record_id'] == 'r1"x'
 
 
@@ -134,7 +134,7 @@ def test_no_damage_to_a_written_line_gets_past_as_a_changed_or_bad_row():
             else:
                 raw[at] = rng.choice(alphabet)
         raw = bytes(raw)
-        record_id = written_form.shippable(raw)
+        record_id = verbatim.shippable(raw)
         if record_id is None:
             rejected += 1
             continue

@@ -36,7 +36,7 @@ from checks.common import site_baseline
 from checks.common.reference_key import local_sku, reference_key
 from checks.common.site_baseline import BASIS, SETTING, Entry, read  # noqa: F401
 from config.results.rows.schema import HEALTH_FACILITY
-from scripts.judging.peers import (MAD_SCALE, VERDICT_FACILITY,
+from scripts.comparison.peers import (MAD_SCALE, VERDICT_FACILITY,
                                    completed, test_of)
 
 DEFAULT_MIN_RUNS = 5

@@ -4,7 +4,7 @@ measured by the same job for the same metric.
 An 8-GPU all_reduce, or a node's mean, averages one slow GPU away; so does
 a comparison of nodes when every node has one. Here the members are the
 devices of one node and one job (a row's ``device``: ``gpu3``,
-``mlx5_ib2``), judged by the peers' rule (scripts/judging/peers.py: the
+``mlx5_ib2``), judged by the peers' rule (scripts/comparison/peers.py: the
 leave-one-out median and MAD, a fraction worse than the median *and* a
 robust z beyond the limit), so one node alone names its slow GPU or HCA.
 
