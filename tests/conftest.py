@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from scripts.cli import sandbox
+from tests.support.sandbox_runs import restart_dead_daemons
 
 # What clusterproof and ReFrame leave in a home or a temporary directory when
 # a test lets them (no CLUSTERPROOF_HOME of its own, ReFrame's first log).
@@ -77,6 +78,19 @@ def _under_ci():
     return os.environ.get('CI', '').lower() not in ('', '0', 'false', 'no')
 
 
+# The session's sandbox directory, once its fixture started it.
+_STARTED: list[Path] = []
+
+
+def pytest_runtest_setup(item):
+    if _STARTED and 'slurm_sandbox' in item.fixturenames:
+        dead = restart_dead_daemons(_STARTED[0])
+        if dead:
+            item.warn(pytest.PytestWarning(
+                f'sandbox daemons {", ".join(dead)} had died under an earlier '
+                'test; the sandbox was started again'))
+
+
 @pytest.fixture(scope='session')
 def slurm_sandbox(tmp_path_factory):
     """The Slurm sandbox, started once for the session (as the CLI does).
@@ -99,9 +113,11 @@ def slurm_sandbox(tmp_path_factory):
     env = sandbox.client_env(directory)
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
+    _STARTED.append(directory)
     try:
         yield RunningSandbox(dir=directory.resolve(), env=env)
     finally:
+        _STARTED.clear()
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)

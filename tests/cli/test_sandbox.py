@@ -4,6 +4,7 @@ the agreement between the sandbox, its ReFrame system and scripts/setup.sh."""
 import argparse
 import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from config.systems import sandbox as sandbox_system
 from scripts.cli import sandbox
 from tests.support import helpers
+from tests.support.sandbox_runs import restart_dead_daemons
 
 REPO = helpers.REPO
 
@@ -89,6 +91,24 @@ def test_mpi_job_over_pmix_on_two_nodes_is_accounted(slurm_sandbox, tmp_path):
     assert sacct_rows(job_id)[f'{job_id}.0'][:3] == ['COMPLETED', '0:0', 'sb-n[1-2]']
     lines = sorted((tmp_path / 'job.out').read_text().splitlines())
     assert lines == ['rank 0 of 2 on sb-n1 sum 1'] * 2 + ['rank 1 of 2 on sb-n2 sum 1'] * 2
+
+
+def test_a_daemon_that_died_is_started_again_before_the_next_test(
+        slurm_sandbox):
+    """A slurmd killed as a segfault would kill it: the next sandbox test's setup
+    finds the sandbox whole again, every node idle (conftest.py)."""
+    pid = sandbox.slurmd_pid(slurm_sandbox.dir, 'sb-n5')
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while sandbox.slurmd_pid(slurm_sandbox.dir, 'sb-n5'):
+        assert time.monotonic() < deadline, 'slurmd of sb-n5 outlived SIGKILL'
+        time.sleep(0.2)
+    assert restart_dead_daemons(slurm_sandbox.dir) == ['slurmd-sb-n5']
+    assert sorted(sandbox.running_daemons(slurm_sandbox.dir)) == \
+        sorted(sandbox.DAEMONS)
+    states = sandbox.node_states(slurm_sandbox.dir)
+    assert [states.get(node) for node in sandbox.NODES] == ['idle'] * 5
+    assert restart_dead_daemons(slurm_sandbox.dir) == []
 
 
 def test_start_again_says_already_running(slurm_sandbox, capsys, tmp_path):

@@ -2,6 +2,7 @@
 stand-ins first on PATH."""
 import os
 
+from scripts.cli import sandbox
 from tests.support.helpers import (REPO, STANDINS, benchmark_rows, run_reframe,
                                    stored_rows)
 
@@ -27,3 +28,15 @@ def run_on_sandbox(slurm_sandbox, tmp_path, partition, *args, extra_env=None):
                          env=env, cwd=str(REPO))
     rows = benchmark_rows(stored_rows(tmp_path / 'home'))
     return result, rows
+
+
+def restart_dead_daemons(directory) -> list[str]:
+    """Start the sandbox again where a daemon of it has died; returns the
+    dead ones. Debian 12's slurmd (22.05.8) once segfaulted launching two
+    steps of one job at once, and its node stayed down for every test after;
+    now one crash fails the test it happened in, not the rest."""
+    running = sandbox.running_daemons(directory)
+    dead = sorted(set(sandbox.DAEMONS) - set(running))
+    if dead:
+        sandbox.start(directory, say=lambda _: None)
+    return dead
