@@ -6,13 +6,13 @@ config/systems/sandbox.py).
 - Healthy, no node is bad, and the run says how many were not judged.
 - With sb-n3's slurmd (so every job step it starts) in a cgroup capped at a
   quarter of a CPU, sb-n3 is bad on a primary metric (HPL), confirmed when
-  measured again alone, and no other node is bad. The same run files its
-  Azure Guest Health Report: each node tells its VM id through a loopback
-  metadata service and its physical host through a KVP pool file of its
-  own; the report goes to the loopback Impact API through azure-identity's
-  managed-identity path. Then the lifecycle: follow up (Azure's insights
-  say the host is out of service: deallocate), and `--resume` takes the
-  node back once it passes on another host.
+  measured again alone (twice: CONFIRM below), and no other node is bad.
+  The same run files its Azure Guest Health Report: each node tells its VM
+  id through a loopback metadata service and its physical host through a
+  KVP pool file of its own; the report goes to the loopback Impact API
+  through azure-identity's managed-identity path. Then the lifecycle:
+  follow up (Azure's insights say the host is out of service: deallocate),
+  and `--resume` takes the node back once it passes on another host.
 """
 import json
 import re
@@ -33,6 +33,12 @@ from tests.support.loopback_impact import SUB, kvp_pool, vm_id
 
 HPCC = ['--system', 'sandbox', '--partition', 'hbv4',
         '--checks', 'checks/cpu/hpcc.py', '--exclude', 'HpccTwoNodes']
+# Two confirmations, not one. The five nodes share the two cores of one VM,
+# whose HPL dips 10-35 % now and then (3 of 25 back-to-back runs on a
+# quiet host): a healthy node dipped in its first run and again beside its
+# controls in one CI run, and was confirmed bad. A third dip in a row is
+# far rarer; the capped node fails every attempt.
+CONFIRM = ['--confirm', '2']
 CAPPED = 'sb-n3'
 # A quarter of a CPU for the node's two ranks, where a healthy node has two
 # CPUs: its HPL runs at about an eighth of its peers' (the issue's tenth
@@ -50,7 +56,7 @@ def counts(out):
 
 
 def test_a_healthy_sandbox_has_no_bad_node(sandbox_env):
-    result, summary = acceptance(sandbox_env, *HPCC)
+    result, summary = acceptance(sandbox_env, *HPCC, *CONFIRM)
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
     found = counts(out)
@@ -98,8 +104,8 @@ def test_a_capped_node_is_bad_confirmed_reported_and_taken_back(
     kvp_dir, azure = azure_side
     env = {**sandbox_env, **azure}
     with sandbox.node_cpu_cap(slurm_sandbox.dir, CAPPED, CAP_CPUS):
-        result, summary = acceptance(env, *HPCC, '--report-to-azure',
-                                     '--drain')
+        result, summary = acceptance(env, *HPCC, *CONFIRM,
+                                     '--report-to-azure', '--drain')
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
     verdicts = verdict_of(summary)
@@ -117,13 +123,15 @@ def test_a_capped_node_is_bad_confirmed_reported_and_taken_back(
     assert hpl in found, out
     assert found <= {hpl, ('HpccNode', 'StarSTREAM_Triad', 'peers')}, out
     [hpl] = [f for f in failed if f['metric'] == 'HPL_Tflops']
-    assert len(hpl['confirmations']) == 1
-    assert hpl['confirmations'][0].startswith('fail'), hpl
+    assert len(hpl['confirmations']) == 2
+    assert all(c.startswith('fail') for c in hpl['confirmations']), hpl
     # HPCC again in a job of its own; a node flagged by noise may be in the
     # same confirmation session (it ends flaky, never bad: checked above)
-    again = re.search(r'^confirming \d+ node\(s\) of sandbox:hbv4 \(attempt 1 '
-                      r'of 1\): HpccNode on (.+)$', out, re.M)
-    assert again and CAPPED in again.group(1).split(', '), out
+    for attempt in (1, 2):
+        again = re.search(r'^confirming \d+ node\(s\) of sandbox:hbv4 '
+                          rf'\(attempt {attempt} of 2\): HpccNode on (.+)$',
+                          out, re.M)
+        assert again and CAPPED in again.group(1).split(', '), out
     # (beyond ten times off its peers, a value says so instead of a
     # percentage: scripts/comparison/peers.py)
     assert re.search(rf'^{CAPPED} +HpccNode +HPL_Tflops .* bad +peers: '
@@ -146,7 +154,7 @@ def check_the_report(env, out, summary, impact_api, monkeypatch):
     assert props['additionalProperties']['PhysicalHostName'] == \
         host_of(CAPPED)
     for evidence in (summary['session_id'], 'HpccNode, HPL_Tflops=',
-                     'Tflop/s (peers)', 'failed 1 re-measurement(s) too'):
+                     'Tflop/s (peers)', 'failed 2 re-measurement(s) too'):
         assert evidence in props['impactDescription'], props
     assert f'reported to Azure: {CAPPED} as Resource.Hpc.Unhealthy.' \
         'CPUPerformance' in out
