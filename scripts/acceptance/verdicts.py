@@ -189,10 +189,11 @@ def _bound_missed(value, ref, lower, upper) -> str:
     """Which ReFrame bound (a fraction of the reference) the value missed."""
     if None in (value, ref):
         return 'outside the reference'
-    if lower is not None and value < ref * (1 + lower):
-        return f'below the lower bound {ref * (1 + lower):g}'
-    if upper is not None and value > ref * (1 + upper):
-        return f'above the upper bound {ref * (1 + upper):g}'
+    low, high = judge.bounds(ref, lower, upper)
+    if low is not None and value < low:
+        return f'below the lower bound {low:g}'
+    if high is not None and value > high:
+        return f'above the upper bound {high:g}'
     return 'outside the reference'
 
 

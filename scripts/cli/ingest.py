@@ -109,16 +109,13 @@ def verdict(value: float, unit: str, ref: references.Reference | None,
     ('informational'), and so is a value without one."""
     shown = ref is not None and ref.unit == unit
     judged = shown and (ref.lower is not None or ref.upper is not None)
-    return judge.judged({
-        'check_perf_result': judge.stage_result(
-            value, ref.value, ref.lower, ref.upper) if judged
-        else 'informational',
-        'check_perf_ref': ref.value if shown else None,
-        'check_perf_lower_thres': ref.lower if shown else None,
-        'check_perf_upper_thres': ref.upper if shown else None,
-        'reference_source': ref.source if shown else None,
-        'check_fail_reason': reason, 'verdict_basis': None,
-        'check_job_nodelist': nodes})
+    measured = {'stage_result': judge.stage_result(
+                    value, ref.value, ref.lower, ref.upper) if judged
+                else 'informational'}
+    if shown:
+        measured.update(reference=ref.value, lower=ref.lower, upper=ref.upper,
+                        reference_source=ref.source)
+    return judge.measured_verdict(measured, reason, nodes)
 
 
 def reference_family(tool: str) -> str:

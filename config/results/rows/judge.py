@@ -35,12 +35,19 @@ own that name the judged row's record_id; they never change a row.
 from __future__ import annotations
 
 
+def bounds(ref: float, lower: float | None,
+           upper: float | None) -> tuple[float | None, float | None]:
+    """ReFrame's relative thresholds (-0.1 = 10 % below *ref*) as the
+    values they stand for; None where there is no threshold."""
+    return (ref * (1 + lower) if lower is not None else None,
+            ref * (1 + upper) if upper is not None else None)
+
+
 def stage_result(value: float, ref: float, lower: float | None,
                  upper: float | None) -> str:
     """What ReFrame's performance stage says of *value* against *ref* and
-    its relative thresholds (-0.1 = 10 % below): 'fail' outside them."""
-    low = ref * (1 + lower) if lower is not None else None
-    high = ref * (1 + upper) if upper is not None else None
+    its thresholds: 'fail' outside them."""
+    low, high = bounds(ref, lower, upper)
     if (low is not None and value < low) or \
             (high is not None and value > high):
         return 'fail'
